@@ -1,0 +1,41 @@
+// tests/cli_runner.hpp — runs the built `shardsim` binary from a test and captures its output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace shardsim::test {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `shardsim <args>` (args are passed to the shell as written).
+inline CliResult run_cli(const std::string& args) {
+  static int counter = 0;
+  std::string err_path = "/tmp/shardsim_test_err_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  std::string cmd = std::string(SHARDSIM_BINARY) + " " + args + " 2>" + err_path;
+  CliResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  std::remove(err_path.c_str());
+  return r;
+}
+
+}  // namespace shardsim::test

@@ -1,0 +1,17 @@
+// tools/cli/commands.hpp — one function per `shardsim` sub-command, each in its own cmd_*.cpp.
+//
+// Each add_*_command registers a CLI11 sub-command (options, help with examples, callback).
+// Callbacks report bad input by throwing shardsim::InputError; main() turns that into one line on
+// stderr and exit code 2. Adding a command = one cmd_*.cpp + one line here + one line in main.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace shardsim::cli {
+
+void add_topo_command(CLI::App& app);     // cmd_topo.cpp     — cluster summary, DOT export
+void add_models_command(CLI::App& app);   // cmd_models.cpp   — model presets and parameter counts
+void add_trace_command(CLI::App& app);    // cmd_trace.cpp    — request/routing traces: stats, generate
+void add_plan_command(CLI::App& app);     // cmd_plan.cpp     — plan check: verdict, memory, groups
+
+}  // namespace shardsim::cli

@@ -1,0 +1,44 @@
+// tools/cli/main.cpp — the `shardsim` entry point: registers sub-commands, maps errors to exit codes.
+//
+// Exit codes: 0 success; 2 bad input (InputError, usage errors); 1 internal error.
+#include <exception>
+#include <iostream>
+
+#include "common/input_error.hpp"
+#include "tools/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "shardsim — simulate Mixture-of-Experts inference plans on GPU clusters and search for the best plan.\n\n"
+      "Examples:\n"
+      "  shardsim topo --cluster dgx-h100:32\n"
+      "  shardsim models\n"
+      "  shardsim trace stats --routing synthetic:zipf=1.2,seed=5 --model mixtral-8x7b --ep 8\n"
+      "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n",
+      "shardsim"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "shardsim 0.1.0");
+  shardsim::cli::add_topo_command(app);
+  shardsim::cli::add_models_command(app);
+  shardsim::cli::add_trace_command(app);
+  shardsim::cli::add_plan_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << " (see 'shardsim --help')\n";
+    return 2;
+  } catch (const shardsim::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

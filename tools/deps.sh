@@ -1,0 +1,23 @@
+# tools/deps.sh — sourced by tools/demo, tools/test and tools/bench: installs the Debian 12 packages
+# shardsim needs (only the missing ones; `apt-get update` once) and builds into ./build.
+DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox"
+
+shardsim_install_deps() {
+  local missing=""
+  for p in $DEPS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  if [ -n "$missing" ]; then
+    echo "installing:$missing" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >&2
+  fi
+}
+
+shardsim_build() {
+  local root; root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build" -j "$(nproc)" -- --no-print-directory >&2
+}

@@ -1,0 +1,119 @@
+// topologies/cluster.hpp — a GPU cluster as a graph, and the queries the simulator needs.
+//
+// Owns: Cluster — GPUs, NVSwitches, NICs and network switches as vertices of a Boost.Graph,
+// links (bandwidth per direction, latency, class) as edges — plus the structure that the
+// generators know (NVLink domains, rails, leaf switches) and route / bisection queries.
+// A Cluster is built by topologies/cluster_io (JSON file or `dgx-h100:N`-style shorthand)
+// through the generators in topologies/generators; it is validated (connected, consistent) on
+// construction and immutable afterwards.
+// Units: bytes/s per direction, seconds. GPU ids are 0..num_gpus()-1, numbered node-major
+// (gpu = node * gpus_per_node + local index) for node-based fabrics.
+// Thread-safety: all const methods are safe to call concurrently (route caches are internally
+// synchronised).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "topologies/gpu_spec.hpp"
+
+namespace shardsim {
+
+enum class VertexKind { Gpu, NvSwitch, Nic, Switch };
+// Link classes, used to report load and contention by class.
+enum class LinkClass { NvLink, NicLink, LeafSpine, SpineCore, Torus, DragonflyLocal, DragonflyGlobal };
+const char* to_string(VertexKind k);
+const char* to_string(LinkClass c);
+
+struct VertexInfo {
+  VertexKind kind = VertexKind::Gpu;
+  std::string name;   // e.g. "gpu12", "nvsw1", "nic12", "leaf3", "spine0"
+  int gpu = -1;       // GPU id for Gpu/Nic vertices
+  int node = -1;      // node (NVLink domain) for Gpu/NvSwitch/Nic vertices
+  int level = 0;      // switch level: 1 = leaf, 2 = spine, 3 = core
+};
+
+struct LinkInfo {
+  LinkClass cls = LinkClass::NicLink;
+  double bandwidth = 0;  // bytes/s per direction
+  double latency = 0;    // seconds
+};
+
+using ClusterGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexInfo, LinkInfo>;
+using Vertex = ClusterGraph::vertex_descriptor;
+using Edge = ClusterGraph::edge_descriptor;
+
+struct Route {
+  std::vector<int> links;          // edge ids (see Cluster::link) in path order, src → dst
+  double bottleneck_bw = 0;        // min bandwidth over the links, bytes/s
+  double latency = 0;              // sum of link latencies, seconds
+  bool nvlink_only = false;        // stays inside one NVLink domain
+};
+
+struct FabricInfo {
+  std::string kind;                // "fat-tree", "nvlink-domain", "torus", "dragonfly", "links"
+  int levels = 0;                  // fat-tree levels (2 or 3)
+  double oversubscription = 1.0;   // down:up ratio at the most oversubscribed level
+  bool rail_optimized = false;
+  std::vector<int> torus_dims;     // for torus
+  int groups = 0;                  // dragonfly groups
+};
+
+class Cluster {
+ public:
+  // Builds from a graph and its structure; validates (connected, every GPU has a route to every
+  // other, positive bandwidths) and throws InputError(source, field, reason) otherwise.
+  Cluster(std::string name, std::string source, GpuSpec gpu, int gpus_per_node, FabricInfo fabric,
+          ClusterGraph graph);
+
+  const std::string& name() const { return name_; }
+  const GpuSpec& gpu() const { return gpu_; }
+  const FabricInfo& fabric() const { return fabric_; }
+  const ClusterGraph& graph() const { return graph_; }
+
+  int num_gpus() const { return static_cast<int>(gpu_vertex_.size()); }
+  int gpus_per_node() const { return gpus_per_node_; }            // = NVLink domain size
+  int num_nodes() const { return num_gpus() / gpus_per_node_; }
+  Vertex gpu_vertex(int gpu) const { return gpu_vertex_.at(gpu); }
+
+  int node_of(int gpu) const;             // NVLink domain id
+  int rail_of(int gpu) const;             // local index within the node (rail id)
+  int leaf_of(int gpu) const;             // leaf switch (level-1) index, -1 when none
+  bool same_nvlink_domain(int a, int b) const { return node_of(a) == node_of(b); }
+  bool same_rail(int a, int b) const { return rail_of(a) == rail_of(b); }
+  bool same_leaf(int a, int b) const { return leaf_of(a) >= 0 && leaf_of(a) == leaf_of(b); }
+
+  // Link by edge id (0..num_links()-1, stable).
+  int num_links() const { return static_cast<int>(edges_.size()); }
+  const LinkInfo& link(int id) const;
+  std::pair<int, int> link_ends(int id) const;   // vertex indices
+
+  // Shortest route (fewest hops; among equals, deterministic) between two GPUs.
+  Route route(int src_gpu, int dst_gpu) const;
+  // Per-GPU injection bandwidth into the inter-node network (sum of its NIC links), bytes/s.
+  double injection_bw(int gpu) const;
+  // Bisection bandwidth: min cut between the two halves of the GPU id range, bytes/s per
+  // direction (computed by max-flow on the graph).
+  double bisection_bw() const;
+
+ private:
+  std::string name_, source_;
+  GpuSpec gpu_;
+  int gpus_per_node_;
+  FabricInfo fabric_;
+  ClusterGraph graph_;
+  std::vector<Vertex> gpu_vertex_;
+  std::vector<Edge> edges_;
+  std::vector<int> leaf_;
+  struct RouteCache;
+  std::shared_ptr<RouteCache> cache_;
+};
+
+// Loads a cluster from a spec: a shorthand ("dgx-h100:32", see cluster_io.hpp for the grammar)
+// or a JSON file path. Throws InputError on any problem.
+Cluster load_cluster(const std::string& spec);
+
+}  // namespace shardsim
