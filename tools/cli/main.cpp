@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       "  shardsim trace stats --routing synthetic:zipf=1.2,seed=5 --model mixtral-8x7b --ep 8\n"
       "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n",
       "shardsim"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   app.set_version_flag("--version", "shardsim 0.1.0");
   shardsim::cli::add_topo_command(app);
   shardsim::cli::add_models_command(app);
@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   shardsim::cli::add_plan_command(app);
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      std::cout << app.help();
+      return argc > 1 ? 2 : 0;
+    }
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
