@@ -8,8 +8,14 @@
 // construction and immutable afterwards.
 // Units: bytes/s per direction, seconds. GPU ids are 0..num_gpus()-1, numbered node-major
 // (gpu = node * gpus_per_node + local index) for node-based fabrics.
+// Routing: fewest hops without forwarding through a GPU (GPUs forward only when no other path
+// exists, e.g. an explicit GPU-GPU link list); among equal hop counts the widest bottleneck; among
+// equals, destination-mod-k over the candidate next links (as InfiniBand's fat-tree routing does), so
+// routes spread over spines deterministically. A route between GPUs of one node on an NVSwitch is
+// GPU→NvSwitch→GPU.
 // Thread-safety: all const methods are safe to call concurrently (route caches are internally
-// synchronised).
+// synchronised: per-destination shortest-path trees under a shared_mutex, bisection under a
+// once_flag). Copies share those caches; the graph itself never changes after construction.
 #pragma once
 
 #include <memory>
@@ -25,8 +31,13 @@ namespace shardsim {
 enum class VertexKind { Gpu, NvSwitch, Nic, Switch };
 // Link classes, used to report load and contention by class.
 enum class LinkClass { NvLink, NicLink, LeafSpine, SpineCore, Torus, DragonflyLocal, DragonflyGlobal };
+// Names used in output and in cluster JSON: "gpu", "nvswitch", "nic", "switch"; "nvlink", "nic",
+// "leaf-spine", "spine-core", "torus", "dragonfly-local", "dragonfly-global".
 const char* to_string(VertexKind k);
 const char* to_string(LinkClass c);
+
+// Largest cluster accepted (GPUs); anything bigger is refused as an input error.
+inline constexpr int kMaxClusterGpus = 65536;
 
 struct VertexInfo {
   VertexKind kind = VertexKind::Gpu;
@@ -51,6 +62,23 @@ struct Route {
   double bottleneck_bw = 0;        // min bandwidth over the links, bytes/s
   double latency = 0;              // sum of link latencies, seconds
   bool nvlink_only = false;        // stays inside one NVLink domain
+  int hops() const { return static_cast<int>(links.size()); }
+};
+
+// Per-link latencies the generators assign, seconds. A route adds the latencies of its links, so a
+// same-node route costs 2 × nvlink and an inter-node route 2 × nic + (switch hops) × switch_link.
+// Keep switch_link 0 to give all routes of one class equal latency (DESIGN.md §5: CM02 shares a
+// bottleneck in inverse proportion to path latency).
+struct Latencies {
+  double nvlink = 0.5e-6;      // GPU↔NvSwitch
+  double nic = 1.5e-6;         // GPU↔first network switch or router
+  double switch_link = 0.0;    // switch↔switch: leaf-spine, spine-core, torus, dragonfly
+};
+
+// Achieved fraction of link bandwidth for collective traffic; used by sim/ (alpha-beta executor).
+struct CollectiveEfficiency {
+  double nvlink = 0.82;        // 0.82 × 450 GB/s ≈ 370 GB/s: ring-type NCCL bus bandwidth on 8×H100
+  double network = 0.9;        // inter-node links
 };
 
 struct FabricInfo {
@@ -60,6 +88,18 @@ struct FabricInfo {
   bool rail_optimized = false;
   std::vector<int> torus_dims;     // for torus
   int groups = 0;                  // dragonfly groups
+
+  // Generator parameters, echoed by cluster_to_json so that a generated cluster round-trips.
+  int radix = 0;                            // fat-tree switch ports
+  double requested_oversubscription = 1.0;  // as asked; `oversubscription` is what port counts gave
+  double nic_bw = 0;                        // per-GPU NIC, bytes/s per direction
+  double link_bw = 0;                       // torus link / dragonfly local link, bytes/s per direction
+  double global_bw = 0;                     // dragonfly global link, bytes/s per direction
+  int routers_per_group = 0;                // dragonfly
+  int nodes_per_router = 0;                 // dragonfly
+  int global_links_per_router = 0;          // dragonfly
+  Latencies latencies;                      // what the generator (or link list defaults) used
+  CollectiveEfficiency efficiency;          // carried for sim/, not used by the graph
 };
 
 class Cluster {
@@ -70,9 +110,14 @@ class Cluster {
           ClusterGraph graph);
 
   const std::string& name() const { return name_; }
+  const std::string& source() const { return source_; }   // file path or shorthand it came from
   const GpuSpec& gpu() const { return gpu_; }
   const FabricInfo& fabric() const { return fabric_; }
+  const CollectiveEfficiency& collective_efficiency() const { return fabric_.efficiency; }
   const ClusterGraph& graph() const { return graph_; }
+  int num_vertices() const { return static_cast<int>(boost::num_vertices(graph_)); }
+  int count(VertexKind k) const;           // vertices of kind k
+  int num_leaves() const { return num_leaves_; }   // level-1 switches (leaves, torus/dragonfly routers)
 
   int num_gpus() const { return static_cast<int>(gpu_vertex_.size()); }
   int gpus_per_node() const { return gpus_per_node_; }            // = NVLink domain size
@@ -87,16 +132,22 @@ class Cluster {
   bool same_leaf(int a, int b) const { return leaf_of(a) >= 0 && leaf_of(a) == leaf_of(b); }
 
   // Link by edge id (0..num_links()-1, stable).
-  int num_links() const { return static_cast<int>(edges_.size()); }
+  int num_links() const { return static_cast<int>(links_.size()); }
   const LinkInfo& link(int id) const;
   std::pair<int, int> link_ends(int id) const;   // vertex indices
 
   // Shortest route (fewest hops; among equals, deterministic) between two GPUs.
+  // src == dst gives an empty route (bottleneck +infinity, latency 0). Ids out of range:
+  // std::out_of_range. Cost: one cached shortest-path tree per destination (built on first use,
+  // O(V log V)), then O(hops × degree).
   Route route(int src_gpu, int dst_gpu) const;
+  // The vertices a route visits, src GPU first (route(a, b) must have come from gpu `src_gpu`).
+  std::vector<Vertex> route_vertices(int src_gpu, const Route& r) const;
   // Per-GPU injection bandwidth into the inter-node network (sum of its NIC links), bytes/s.
   double injection_bw(int gpu) const;
   // Bisection bandwidth: min cut between the two halves of the GPU id range, bytes/s per
   // direction (computed by max-flow on the graph).
+  // Computed once per cluster (push-relabel), then cached; 0 when there are fewer than 2 GPUs.
   double bisection_bw() const;
 
  private:
@@ -106,8 +157,12 @@ class Cluster {
   FabricInfo fabric_;
   ClusterGraph graph_;
   std::vector<Vertex> gpu_vertex_;
-  std::vector<Edge> edges_;
-  std::vector<int> leaf_;
+  // Per link id, by value: Boost edge descriptors point into one graph object and would dangle in
+  // a copied Cluster.
+  std::vector<LinkInfo> links_;
+  std::vector<int> leaf_;          // per GPU: leaf ordinal or -1
+  int num_leaves_ = 0;
+  void validate();
   struct RouteCache;
   std::shared_ptr<RouteCache> cache_;
 };

@@ -1,0 +1,122 @@
+// topologies/gpu_spec.cpp — GPU presets from the embedded topologies/data/gpus.json, inline specs.
+//
+// Owns: the preset table (parsed once, on first use, from the embedded file; each preset may carry
+// "aliases", matched case-insensitively like the name) and the JSON form of one GpuSpec.
+// Units: flop/s, bytes, bytes/s (NVLink per direction).
+// Thread-safety: the table is a function-local static (initialised once, then read-only).
+#include "topologies/gpu_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "common/embedded.hpp"
+#include "common/input_error.hpp"
+
+namespace shardsim {
+namespace {
+
+constexpr const char* kPresetFile = "topologies/data/gpus.json";
+
+struct Preset {
+  GpuSpec spec;
+  std::vector<std::string> aliases;
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// A strictly positive, finite number no larger than `hi`.
+double positive(JsonObject& o, std::string_view key, double hi) {
+  const double big = std::numeric_limits<double>::max();
+  double v = o.number(key, -big, big);
+  if (!(v > 0)) o.fail(key, "must be > 0, got " + format_number(v));
+  if (v > hi) o.fail(key, "value " + format_number(v) + " is implausibly large (limit " + format_number(hi) + ")");
+  return v;
+}
+
+std::vector<Preset> load_presets() {
+  const std::string source = std::string("embedded:") + kPresetFile;
+  auto text = embedded_file(kPresetFile);
+  if (!text) throw InputError(source, "", "missing from the binary (re-run cmake)");
+  json doc = parse_json(*text, source);
+  JsonObject top(doc, source);
+  const json& list = top.raw("gpus");
+  top.finish();
+  if (!list.is_array()) throw InputError(source, "/gpus", "expected an array of GPU specs");
+  std::vector<Preset> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObject o(list[i], source, "/gpus/" + std::to_string(i));
+    Preset p;
+    if (o.has("aliases")) {
+      const json& a = o.raw("aliases");
+      if (!a.is_array()) o.fail("aliases", "expected an array of strings");
+      for (const auto& s : a) {
+        if (!s.is_string()) o.fail("aliases", "expected an array of strings");
+        p.aliases.push_back(s.get<std::string>());
+      }
+    }
+    p.spec = gpu_spec_from_json(std::move(o));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+const std::vector<Preset>& preset_table() {
+  static const std::vector<Preset> table = load_presets();
+  return table;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_presets() {
+  static const std::vector<GpuSpec> specs = [] {
+    std::vector<GpuSpec> v;
+    for (const auto& p : preset_table()) v.push_back(p.spec);
+    return v;
+  }();
+  return specs;
+}
+
+const GpuSpec& gpu_preset(const std::string& name, const std::string& source, const std::string& field) {
+  const std::string want = lower(name);
+  const auto& table = preset_table();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    bool hit = lower(table[i].spec.name) == want;
+    for (const auto& a : table[i].aliases) hit = hit || lower(a) == want;
+    if (hit) return gpu_presets()[i];
+  }
+  std::string known;
+  for (const auto& p : table) known += (known.empty() ? "" : ", ") + p.spec.name;
+  throw InputError(source, field, "unknown GPU preset \"" + name + "\"; known: " + known);
+}
+
+GpuSpec gpu_spec_from_json(JsonObject obj) {
+  GpuSpec g;
+  g.name = obj.string("name");
+  if (g.name.empty()) obj.fail("name", "must not be empty");
+  g.bf16_flops = positive(obj, "bf16_flops", 1e18);
+  g.fp8_flops = positive(obj, "fp8_flops", 1e18);
+  g.hbm_bytes = positive(obj, "hbm_bytes", 1e14);
+  g.hbm_bw = positive(obj, "hbm_bw", 1e15);
+  g.nvlink_bw = positive(obj, "nvlink_bw", 1e15);
+  g.comment = obj.string_or("comment", "");
+  obj.finish();
+  return g;
+}
+
+json gpu_spec_to_json(const GpuSpec& g) {
+  json j = json::object();
+  j["name"] = g.name;
+  j["bf16_flops"] = g.bf16_flops;
+  j["fp8_flops"] = g.fp8_flops;
+  j["hbm_bytes"] = g.hbm_bytes;
+  j["hbm_bw"] = g.hbm_bw;
+  j["nvlink_bw"] = g.nvlink_bw;
+  if (!g.comment.empty()) j["comment"] = g.comment;
+  return j;
+}
+
+}  // namespace shardsim
