@@ -1,0 +1,102 @@
+// sim/plan.hpp — how a model is laid onto a cluster: parallelism degrees, per-operator sharding,
+// rank mapping, batching limits and data types.
+//
+// Owns: Plan and its I/O — JSON files (docs/plan-format.md), the compact degree string
+// ("tp=2,dp=4,weights=fp8"), and `load_plan`, which accepts either (or "megatron", see
+// sim/megatron_rule.hpp). Semantic checks against a model and a cluster live in sim/plan_check.
+//
+// Degrees (all ≥ 1). A replica is pp × unit GPUs; the unit is one pipeline stage's GPUs.
+//   unit = tp × attn_dp   (attention: tp-way head parallel, attn_dp-way data parallel inside it)
+//   unit = ep × etp       (MoE: ep expert groups, each expert tensor-parallel over etp GPUs)
+//   gpus = dp × pp × tp × attn_dp;  sp ∈ {1, tp} turns on sequence parallelism in the TP group.
+// Defaults when a degree is not given: 1, except dp = the remaining factor of the GPU count, and
+// ep / etp fill the unit (etp = unit / ep, i.e. experts tensor-parallel like Megatron's TP rule).
+// Thread-safety: Plan is a value type.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "sim/dtype.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+
+struct Degrees {
+  int dp = 1, tp = 1, pp = 1, ep = 1, etp = 1, attn_dp = 1, sp = 1;
+  int unit() const { return tp * attn_dp; }
+  int gpus() const { return dp * pp * tp * attn_dp; }
+  bool operator==(const Degrees&) const = default;
+};
+
+// Operators whose sharding a plan chooses (one choice per operator type).
+enum class Op { Qkv, AttnOut, Router, ExpertUp, ExpertDown, SharedExpert, DenseUp, DenseDown, Embed, LmHead };
+inline constexpr int kNumOps = 10;
+enum class Shard { Column, Row, Replicate, Vocab };
+
+const char* to_string(Op op);
+const char* to_string(Shard s);
+// The choices allowed for `op`; the first is the Megatron default.
+const std::vector<Shard>& allowed_shards(Op op);
+
+// Dimensions of the rank mapping, listed fastest-varying first.
+enum class MapDim { Tp, AttnDp, Pp, Dp };
+const char* to_string(MapDim d);
+
+struct Batching {
+  int max_seqs = 256;            // concurrent sequences per attention-DP group of a replica
+  int max_batch_tokens = 8192;   // tokens per serving step (prefill + decode) per replica
+  int max_context = 8192;        // longest prompt + output admitted, tokens
+  int prefill_chunk = 0;         // chunked prefill size in tokens; 0 = whole prompts
+  double mem_util = 0.9;         // fraction of HBM the server may use (vLLM gpu_memory_utilization)
+  bool operator==(const Batching&) const = default;
+};
+
+struct Dtypes {
+  Dtype weights = Dtype::BF16;
+  Dtype activations = Dtype::BF16;
+  Dtype kv = Dtype::BF16;
+  bool operator==(const Dtypes&) const = default;
+};
+
+struct Plan {
+  std::string name;                                   // e.g. "megatron", or the file name
+  Degrees deg;
+  std::array<Shard, kNumOps> sharding{};              // indexed by Op
+  std::array<MapDim, 4> mapping{MapDim::Tp, MapDim::AttnDp, MapDim::Dp, MapDim::Pp};
+  Batching batch;
+  Dtypes dtypes;
+  bool allow_cross_node_tp = false;                   // permit TP/ETP groups spanning NVLink domains
+
+  Plan();                                             // Megatron default sharding
+  Shard shard(Op op) const { return sharding[static_cast<int>(op)]; }
+  bool operator==(const Plan&) const = default;
+};
+
+// What a plan takes from the model when the user does not say.
+struct PlanDefaults {
+  Dtypes dtypes;                 // weights in the model's native format (fp8 for DeepSeek-V3, …)
+  int max_context = 8192;        // min(8192, the model's max positions)
+};
+PlanDefaults plan_defaults(const ModelSpec& model);
+// Default dtypes for a model: weights in the model's native format when it is fp8 / mxfp4.
+Dtypes default_dtypes(const ModelSpec& model);
+
+// Parses the compact string. `gpus` resolves dp (and ep/etp); `defaults` fills unset dtypes and
+// max_context. Throws InputError(source = the string, field = the key, reason).
+Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults);
+// Reads a plan JSON object (docs/plan-format.md); same defaulting rules.
+Plan plan_from_json(const json& j, const std::string& source, int gpus, const PlanDefaults& defaults);
+json plan_to_json(const Plan& p);
+// The compact string of a plan (degrees ≠ 1 and non-default choices), e.g. "dp=2,tp=4,ep=4".
+std::string plan_to_string(const Plan& p);
+
+// `spec` is a path to a plan JSON file, a compact string, or "megatron". The result is not yet
+// checked against the model/cluster beyond the GPU count — see check_plan().
+Plan load_plan(const std::string& spec, const ModelSpec& model, const Cluster& cluster);
+
+}  // namespace shardsim
