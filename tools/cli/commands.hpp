@@ -13,5 +13,7 @@ void add_topo_command(CLI::App& app);     // cmd_topo.cpp     — cluster summar
 void add_models_command(CLI::App& app);   // cmd_models.cpp   — model presets and parameter counts
 void add_trace_command(CLI::App& app);    // cmd_trace.cpp    — request/routing traces: stats, generate
 void add_plan_command(CLI::App& app);     // cmd_plan.cpp     — plan check: verdict, memory, groups
+void add_simulate_command(CLI::App& app); // cmd_simulate.cpp — score a plan on a trace, explain the time
+void add_validate_command(CLI::App& app); // cmd_validate.cpp — simulated vs published figures
 
 }  // namespace shardsim::cli

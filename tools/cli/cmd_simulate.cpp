@@ -1,0 +1,146 @@
+// tools/cli/cmd_simulate.cpp — `shardsim simulate`: score one plan on a trace and explain the result.
+//
+// Loads the inputs, refuses an infeasible plan (exit 2, the first violation named), replays the
+// trace through the serving loop with the chosen executor, prints a short report (metrics, memory,
+// where the time goes) and writes the optional result JSON, Chrome timeline and request CSV —
+// all only after the run succeeded.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "common/input_error.hpp"
+#include "common/output_file.hpp"
+#include "sim/analytic_executor.hpp"
+#include "sim/lowering.hpp"
+#include "sim/metrics.hpp"
+#include "sim/plan_check.hpp"
+#include "sim/result_json.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/sim_inputs.hpp"
+
+namespace shardsim::cli {
+
+namespace {
+
+struct SimulateOptions {
+  SimInputs in;
+  std::string plan = "megatron";
+  std::string fidelity = "analytic";
+  std::string json_out, timeline_out, csv_out;
+  int timeline_steps = 3;
+};
+
+std::string f(const char* fmt, double x) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
+                  const std::string& fidelity) {
+  std::ostream& o = std::cout;
+  const Cluster& c = *L.cluster;
+  o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
+    << "), plan " << plan_to_string(plan) << ", " << fidelity << " fidelity\n";
+  o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests" << (L.serving.offline ? ", offline" : "")
+    << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n\n";
+  o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
+  o << "throughput     " << f("%.0f tok/s", m.throughput_tok_s) << " (prompt + output), " << f("%.0f", m.output_tok_s)
+    << " output tok/s" << f(" (%.1f per GPU)\n", m.output_tok_s_per_gpu);
+  o << "TTFT ms        p50 " << f("%.1f", m.ttft_ms.p50) << "  p90 " << f("%.1f", m.ttft_ms.p90) << "  p99 "
+    << f("%.1f\n", m.ttft_ms.p99);
+  o << "TPOT ms        p50 " << f("%.2f", m.tpot_ms.p50) << "  p90 " << f("%.2f", m.tpot_ms.p90) << "  p99 "
+    << f("%.2f\n", m.tpot_ms.p99);
+  o << "goodput        " << f("%.2f req/s", m.goodput_req_s) << " meeting TTFT ≤ " << f("%.0f", L.serving.slo_ttft * 1e3)
+    << " ms and TPOT ≤ " << f("%.0f ms", L.serving.slo_tpot * 1e3) << f(" (%.1f%% of requests)\n", m.slo_attainment * 100);
+  const auto& w = r.memory.worst();
+  o << "memory/GPU     weights " << f("%.1f GB", w.weights / 1e9) << ", activations+buffers "
+    << f("%.1f GB", (w.activations + w.comm_buffers) / 1e9) << ", KV capacity "
+    << f("%.0f tokens per attention group", r.memory.kv_capacity_tokens) << f(" (%.0f GB usable)\n", r.memory.usable / 1e9);
+  if (r.rejected_any) o << "warning        " << r.note << "\n";
+
+  const ServingBreakdown& b = r.breakdown;
+  double total = 0;
+  for (double x : b.critical) total += x;
+  o << "\nwhere the time goes — critical path over " << b.steps << " steps (" << b.prefill_tokens << " prefill + "
+    << b.decode_tokens << " decode tokens)\n";
+  std::vector<std::pair<double, int>> order;
+  for (int i = 0; i < kNumOpClasses; ++i) order.push_back({b.critical[static_cast<std::size_t>(i)], i});
+  std::sort(order.rbegin(), order.rend());
+  for (auto [t, i] : order) {
+    if (t <= 0 || t < total * 0.005) continue;
+    o << "  " << std::string(to_string(static_cast<OpClass>(i))) + std::string(16 - std::string(to_string(static_cast<OpClass>(i))).size(), ' ') << f("%9.3f s", t) << f("  %5.1f%%\n", 100 * t / total);
+  }
+  o << "communication  " << f("%.3f s busy per GPU", b.comm_busy) << ", " << f("%.3f s exposed on the critical path", b.comm_exposed)
+    << ", " << f("%.3f s overlapped\n", std::max(0.0, b.comm_busy - b.comm_exposed));
+  const char* kinds[4] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all + p2p"};
+  o << "  by kind     ";
+  for (int k = 0; k < 4; ++k)
+    if (b.coll_by_kind[static_cast<std::size_t>(k)] > 0) o << " " << kinds[k] << f(" %.3f s;", b.coll_by_kind[static_cast<std::size_t>(k)]);
+  o << "\n";
+  if (b.expert_time > 0)
+    o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts ("
+      << f("%.1f%% of expert time)\n", 100 * b.expert_imbalance / b.expert_time);
+  if (plan.deg.pp > 1 && b.pipeline_span > 0)
+    o << "pipeline       bubble " << f("%.1f%% of stage time", 100 * b.pipeline_bubble / b.pipeline_span) << " across "
+      << plan.deg.pp << " stages\n";
+}
+
+void run(const SimulateOptions& opt) {
+  auto t0 = std::chrono::steady_clock::now();
+  LoadedInputs L = load_inputs(opt.in);
+  if (opt.fidelity != "analytic")
+    throw InputError("--fidelity", opt.fidelity, "only the analytic tier is available in this build (simgrid and full: coming)");
+  Plan plan = load_plan(opt.plan, L.model, *L.cluster);
+  PlanCheck chk = check_plan(plan, L.model, *L.cluster);
+  if (!chk.feasible())
+    throw InputError(opt.plan, chk.violations.front().field,
+                     "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  ServingOptions so = L.serving;
+  so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
+  AnalyticExecutor ex(*L.cluster);
+  ServingResult r = serve(plan, L.model, *L.cluster, L.trace, L.routing.get(), ex, so);
+  Metrics m = summarize(r, so, L.cluster->num_gpus());
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_report(L, plan, r, m, opt.fidelity);
+  RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
+               opt.in.requests, opt.in.offline, opt.in.seed};
+  if (!opt.json_out.empty()) write_file_atomically(opt.json_out, result_to_json(in, plan, r, m, so, wall).dump(2) + "\n");
+  if (!opt.timeline_out.empty()) {
+    Lowering low(plan, L.model, *L.cluster, nullptr);
+    std::vector<int> gpus;
+    PlanLayout layout(plan);
+    for (int s = 0; s < plan.deg.pp; ++s)
+      for (int g : layout.unit(s, 0)) gpus.push_back(g);
+    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus));
+  }
+  if (!opt.csv_out.empty()) write_file_atomically(opt.csv_out, requests_to_csv(r, so));
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto opt = std::make_shared<SimulateOptions>();
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Score one plan: replay a request trace with token-level expert routing and report throughput,\n"
+      "TTFT/TPOT percentiles, goodput under an SLO, memory per GPU and where the time goes.\n\n"
+      "Examples:\n"
+      "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --requests 500\n"
+      "  shardsim simulate --model deepseek-v3 --cluster dgx-h100:4 --plan tp=1,ep=32,attn_dp=32 \\\n"
+      "                    --routing synthetic:zipf=1.2,locality=0.3 --slo ttft=2000,tpot=80 --json out.json\n"
+      "  shardsim simulate --model llama2-70b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,act=fp8,kv=fp8 \\\n"
+      "                    --trace synthetic:n=4000,prompt=lognormal:222:0.6,output=lognormal:290:0.5 --offline\n"
+      "  shardsim simulate --plan megatron --timeline steps.json --requests-csv requests.csv");
+  add_sim_options(cmd, opt->in);
+  cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact degrees (tp=2,dp=4) or 'megatron'")->capture_default_str();
+  cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full")->capture_default_str();
+  cmd->add_option("--json", opt->json_out, "write the result (schema shardsim.result/1) to this file");
+  cmd->add_option("--timeline", opt->timeline_out, "write a Chrome trace of the first steps (open in Perfetto)");
+  cmd->add_option("--timeline-steps", opt->timeline_steps, "steps in the timeline")->capture_default_str();
+  cmd->add_option("--requests-csv", opt->csv_out, "write one row per request to this CSV file");
+  cmd->callback([opt] { run(*opt); });
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,72 @@
+// tools/cli/sim_inputs.cpp — shared scoring options and their loading.
+#include "tools/cli/sim_inputs.hpp"
+
+#include <sstream>
+
+#include "common/input_error.hpp"
+
+namespace shardsim::cli {
+
+void add_sim_options(CLI::App* cmd, SimInputs& in) {
+  cmd->add_option("--model,-m", in.model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
+  cmd->add_option("--cluster,-c", in.cluster, "cluster shorthand (dgx-h100:N, …) or cluster JSON")->capture_default_str();
+  cmd->add_option("--trace,-t", in.trace, "request trace: azure-conv, a CSV/JSONL path, or synthetic:…")
+      ->capture_default_str();
+  cmd->add_option("--requests,-n", in.requests, "use the first N requests of the trace")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000'000));
+  cmd->add_flag("--offline", in.offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)");
+  cmd->add_option("--routing,-r", in.routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…")
+      ->capture_default_str();
+  cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
+  cmd->add_option("--seed", in.seed, "seed of every random choice (synthetic traces and routing)")->capture_default_str();
+}
+
+std::string with_seed(const std::string& spec, unsigned long long seed) {
+  if (spec.rfind("synthetic", 0) != 0 || spec.find("seed=") != std::string::npos) return spec;
+  std::string out = spec;
+  if (out == "synthetic") out += ":";
+  if (out.back() != ':') out += ",";
+  return out + "seed=" + std::to_string(seed);
+}
+
+static void parse_slo(const std::string& text, ServingOptions& o) {
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    double v = 0;
+    std::size_t used = 0;
+    try {
+      v = std::stod(item.substr(eq == std::string::npos ? item.size() : eq + 1), &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (eq == std::string::npos || used == 0 || used != item.size() - eq - 1 || !(v > 0))
+      throw InputError("--slo " + text, key, "expected " + key + "=<positive milliseconds>");
+    if (key == "ttft") o.slo_ttft = v / 1e3;
+    else if (key == "tpot") o.slo_tpot = v / 1e3;
+    else throw InputError("--slo " + text, key, "unknown objective (expected ttft or tpot)");
+  }
+}
+
+LoadedInputs load_inputs(const SimInputs& in) {
+  LoadedInputs out;
+  out.model = load_model(in.model);
+  // Constructed in place: copying a Cluster copies its graph (see topologies/cluster.hpp).
+  out.cluster.reset(new Cluster(load_cluster(in.cluster)));
+  out.trace_spec = with_seed(in.trace, in.seed);
+  out.trace = head(load_request_trace(out.trace_spec), static_cast<std::size_t>(in.requests));
+  parse_slo(in.slo, out.serving);
+  out.serving.offline = in.offline;
+  out.routing_spec = with_seed(in.routing, in.seed);
+  if (out.model.is_moe()) {
+    RoutingShape shape{out.model.num_moe_layers(), out.model.experts, out.model.top_k, out.model.n_group,
+                       out.model.topk_group};
+    out.routing = make_routing(out.routing_spec, shape);
+  }
+  return out;
+}
+
+}  // namespace shardsim::cli

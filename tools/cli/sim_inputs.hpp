@@ -1,0 +1,49 @@
+// tools/cli/sim_inputs.hpp — the options every scoring command shares (simulate, validate, search)
+// and their loading: model, cluster, request trace, routing, SLO, seed.
+//
+// Seeds: --seed S is appended to synthetic trace and routing specs that do not name their own
+// seed, so one user-visible seed controls every random choice of a run.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/serving.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+#include "workloads/routing_trace.hpp"
+
+namespace shardsim::cli {
+
+struct SimInputs {
+  std::string model = "mixtral-8x7b";
+  std::string cluster = "dgx-h100:1";
+  std::string trace = "azure-conv";
+  int requests = 1000;
+  bool offline = false;
+  std::string routing = "synthetic:";
+  std::string slo = "ttft=2000,tpot=200";
+  unsigned long long seed = 1;
+};
+
+// Registers --model --cluster --trace --requests --offline --routing --slo --seed on `cmd`.
+void add_sim_options(CLI::App* cmd, SimInputs& in);
+
+struct LoadedInputs {
+  ModelSpec model;
+  std::unique_ptr<Cluster> cluster;
+  RequestTrace trace;
+  std::unique_ptr<RoutingSource> routing;  // null for dense models
+  ServingOptions serving;
+  std::string routing_spec;                // with the seed applied
+  std::string trace_spec;
+};
+
+LoadedInputs load_inputs(const SimInputs& in);
+// `spec` with ",seed=S" added when it is synthetic and names no seed.
+std::string with_seed(const std::string& spec, unsigned long long seed);
+
+}  // namespace shardsim::cli
