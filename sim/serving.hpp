@@ -35,10 +35,10 @@ struct ServingOptions {
   int timeline_steps = 0;          // record the timeline of the first N steps of replica 0
   long max_steps = 50'000'000;     // safety stop
   // Step memoisation: steps whose shape (per attention group: decode sequences, prefill tokens,
-  // context tokens; sums and maxima) falls in the same ~3% buckets reuse one executed step's
+  // context tokens; sums and maxima) falls in the same ~6% buckets reuse one executed step's
   // timing (its routing included). 0 = execute every step. The analytic tier uses it by default;
   // the result reports how many steps were executed.
-  int shape_buckets_per_octave = 24;
+  int shape_buckets_per_octave = 12;
 };
 
 struct RequestResult {
