@@ -14,7 +14,9 @@ int main(int argc, char** argv) {
       "  shardsim topo --cluster dgx-h100:32\n"
       "  shardsim models\n"
       "  shardsim trace stats --routing synthetic:zipf=1.2,seed=5 --model mixtral-8x7b --ep 8\n"
-      "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n",
+      "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n"
+      "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:2 --plan megatron --requests 1000\n"
+      "  shardsim validate\n",
       "shardsim"};
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "shardsim 0.1.0");
