@@ -96,6 +96,7 @@ class ReplicaSim {
         lowering_.lower(batch, program_);
         timing = ex_.run(program_, record ? &events : nullptr);
         out_.breakdown.executed_steps++;
+        if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, timing);
         if (!key.empty()) cache_.emplace(std::move(key), timing);
       }
       accumulate(out_.breakdown, timing);

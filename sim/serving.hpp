@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ModelSpec;
 class Cluster;
 class RoutingSource;
 struct RequestTrace;
+struct ReplicaBatch;
 
 struct ServingOptions {
   bool offline = false;            // all requests arrive at t = 0
@@ -39,6 +41,8 @@ struct ServingOptions {
   // timing (its routing included). 0 = execute every step. The analytic tier uses it by default;
   // the result reports how many steps were executed.
   int shape_buckets_per_octave = 12;
+  // Called for every step that is executed (not memoised), in simulation order per replica.
+  std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
 };
 
 struct RequestResult {

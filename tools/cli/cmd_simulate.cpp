@@ -12,6 +12,8 @@
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "sim/analytic_executor.hpp"
+#include "sim/fidelity.hpp"
+#include "sim/worker_pool.hpp"
 #include "sim/lowering.hpp"
 #include "sim/metrics.hpp"
 #include "sim/plan_check.hpp"
@@ -26,7 +28,9 @@ namespace {
 struct SimulateOptions {
   SimInputs in;
   std::string plan = "megatron";
-  std::string fidelity = "analytic";
+  std::string fidelity = "simgrid";
+  int workers = 0;  // 0 = one per core
+  int samples = 16;
   std::string json_out, timeline_out, csv_out;
   int timeline_steps = 3;
 };
@@ -37,8 +41,13 @@ std::string f(const char* fmt, double x) {
   return buf;
 }
 
+const char* kind_name(int k) {
+  static const char* names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send"};
+  return names[k];
+}
+
 void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
-                  const std::string& fidelity) {
+                  const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
   const Cluster& c = *L.cluster;
   o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
@@ -82,6 +91,17 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
   if (b.expert_time > 0)
     o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts ("
       << f("%.1f%% of expert time)\n", 100 * b.expert_imbalance / b.expert_time);
+  if (fr.tier != "analytic") {
+    o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == "simgrid" ? " (stratified sample, representative layers)" : "")
+      << ", " << fr.failed << " failed; step time SimGrid/analytic median " << f("%.3f", fr.ratio_median) << " ("
+      << f("%.3f", fr.ratio_min) << f("–%.3f)\n", fr.ratio_max);
+    o << "  vs contention-free:";
+    for (int k = 0; k < 5; ++k)
+      if (fr.ops[static_cast<std::size_t>(k)] > 0) o << " " << kind_name(k) << f(" %.2f×;", fr.slowdown[static_cast<std::size_t>(k)]);
+    if (fr.most_loaded_class >= 0) o << " busiest link class: " << to_string(static_cast<LinkClass>(fr.most_loaded_class));
+    o << "\n";
+    for (const auto& e : fr.errors) o << "  failed evaluation: " << e << "\n";
+  }
   if (plan.deg.pp > 1 && b.pipeline_span > 0)
     o << "pipeline       bubble " << f("%.1f%% of stage time", 100 * b.pipeline_bubble / b.pipeline_span) << " across "
       << plan.deg.pp << " stages\n";
@@ -89,9 +109,13 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
 
 void run(const SimulateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  LoadedInputs L = load_inputs(opt.in);
+  if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
+    throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
+  // The worker pool forks its zygote before anything else runs (no threads exist yet).
+  std::unique_ptr<WorkerPool> pool;
   if (opt.fidelity != "analytic")
-    throw InputError("--fidelity", opt.fidelity, "only the analytic tier is available in this build (simgrid and full: coming)");
+    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
+  LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_plan(opt.plan, L.model, *L.cluster);
   PlanCheck chk = check_plan(plan, L.model, *L.cluster);
   if (!chk.feasible())
@@ -99,14 +123,32 @@ void run(const SimulateOptions& opt) {
                      "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
   ServingOptions so = L.serving;
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
-  AnalyticExecutor ex(*L.cluster);
-  ServingResult r = serve(plan, L.model, *L.cluster, L.trace, L.routing.get(), ex, so);
+  std::unique_ptr<SimgridRunner> runner;
+  if (pool) runner = make_pool_runner(*pool);
+  FidelityReport fr;
+  ServingResult r = serve_at_fidelity(opt.fidelity, plan, L.model, *L.cluster, opt.in.cluster, L.trace, L.routing.get(), so,
+                                      runner.get(), fr, opt.samples);
   Metrics m = summarize(r, so, L.cluster->num_gpus());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_report(L, plan, r, m, opt.fidelity);
+  print_report(L, plan, r, m, opt.fidelity, fr);
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
                opt.in.requests, opt.in.offline, opt.in.seed};
-  if (!opt.json_out.empty()) write_file_atomically(opt.json_out, result_to_json(in, plan, r, m, so, wall).dump(2) + "\n");
+  if (!opt.json_out.empty()) {
+    json j = result_to_json(in, plan, r, m, so, wall);
+    json sl = json::object();
+    for (int k = 0; k < 5; ++k)
+      if (fr.ops[static_cast<std::size_t>(k)] > 0) sl[kind_name(k)] = fr.slowdown[static_cast<std::size_t>(k)];
+    j["fidelity"] = {{"tier", fr.tier},
+                     {"simgrid_steps", fr.sampled_steps},
+                     {"failed_evaluations", fr.failed},
+                     {"step_ratio", {{"min", fr.ratio_min}, {"median", fr.ratio_median}, {"max", fr.ratio_max}}},
+                     {"collective_slowdown", sl},
+                     {"most_loaded_link_class",
+                      fr.most_loaded_class >= 0 ? to_string(static_cast<LinkClass>(fr.most_loaded_class)) : ""}};
+    j["provenance"]["fidelity"] = fr.tier;
+    j["provenance"]["simgrid_steps"] = fr.sampled_steps;
+    write_file_atomically(opt.json_out, j.dump(2) + "\n");
+  }
   if (!opt.timeline_out.empty()) {
     Lowering low(plan, L.model, *L.cluster, nullptr);
     std::vector<int> gpus;
@@ -135,7 +177,11 @@ void add_simulate_command(CLI::App& app) {
       "  shardsim simulate --plan megatron --timeline steps.json --requests-csv requests.csv");
   add_sim_options(cmd, opt->in);
   cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact degrees (tp=2,dp=4) or 'megatron'")->capture_default_str();
-  cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full")->capture_default_str();
+  cmd->add_option("--fidelity", opt->fidelity,
+                  "analytic (formulas) | simgrid (a stratified sample of steps in SimGrid corrects the rest) | full (every step in SimGrid)")
+      ->capture_default_str();
+  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)");
+  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid at simgrid fidelity")->capture_default_str();
   cmd->add_option("--json", opt->json_out, "write the result (schema shardsim.result/1) to this file");
   cmd->add_option("--timeline", opt->timeline_out, "write a Chrome trace of the first steps (open in Perfetto)");
   cmd->add_option("--timeline-steps", opt->timeline_steps, "steps in the timeline")->capture_default_str();

@@ -1,0 +1,58 @@
+// tests/fidelity_test.cpp — the fidelity tiers over the serving loop: analytic and sampled SimGrid
+// agree where nothing contends; the worker pool carries SimGrid steps and survives a dead worker.
+#include <doctest/doctest.h>
+
+#include <csignal>
+
+#include "sim/analytic_executor.hpp"
+#include "sim/fidelity.hpp"
+#include "sim/metrics.hpp"
+#include "sim/plan.hpp"
+#include "sim/worker_pool.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+#include "workloads/routing_trace.hpp"
+
+using namespace shardsim;
+
+TEST_CASE("fidelity: sampled SimGrid agrees with analytic on one NVLink node") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan p = plan_from_string("tp=2,ep=2,etp=1,dp=4", 8, plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=40,rate=10,seed=3");
+  auto routing = make_routing("synthetic:seed=2", {m.num_moe_layers(), m.experts, m.top_k, 1, 1});
+  ServingOptions o;
+  FidelityReport ra, rs;
+  ServingResult a = serve_at_fidelity("analytic", p, m, c, "dgx-h100:1", t, routing.get(), o, nullptr, ra);
+  auto runner = make_in_process_runner();
+  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), rs, 8);
+  CHECK(ra.sampled_steps == 0);
+  CHECK(rs.sampled_steps > 0);
+  CHECK(rs.failed == 0);
+  CHECK(rs.ratio_median == doctest::Approx(1.0).epsilon(0.02));
+  Metrics ma = summarize(a, o, 8), ms = summarize(s, o, 8);
+  CHECK(ms.tpot_ms.p50 == doctest::Approx(ma.tpot_ms.p50).epsilon(0.02));
+  CHECK(ms.completed == ma.completed);
+}
+
+TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a failed evaluation") {
+  // A handler that dies on request "die" and otherwise serves SimGrid steps.
+  WorkerPool pool(2, [](std::string_view req) -> std::string {
+    if (req == "die") ::raise(SIGKILL);
+    return simgrid_worker_handler(req);
+  });
+  CHECK(pool.call("die").status == CallStatus::WorkerDied);
+  ModelSpec m = load_model("llama3-70b");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan p = plan_from_string("tp=8", 8, plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=12,rate=4,prompt=fixed:256,output=fixed:16,seed=1");
+  auto runner = make_pool_runner(pool);
+  FidelityReport r;
+  ServingOptions o;
+  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
+  CHECK(r.failed == 0);
+  CHECK(r.sampled_steps > 0);
+  CHECK(pool.restarts() == 1);
+  for (const auto& q : s.requests) CHECK(q.completed);
+}
