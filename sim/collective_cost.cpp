@@ -152,8 +152,20 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
   if (p <= 1) return 0;
   const auto& eff = c.collective_efficiency();
   const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
-  // Per rank: bytes sent and received over NVLink and over the network; NVLink and NIC work at once.
-  std::vector<double> nv_out(p, 0), nv_in(p, 0), net_out(p, 0), net_in(p, 0);
+  // PXN (as NCCL does): bytes for a GPU on rail r of another node first cross NVLink to this
+  // node's GPU on rail r, then leave through that GPU's NIC. So NVLink carries intra-node bytes
+  // plus forwarded ones, and each (node, rail) NIC carries everything its node sends to rail r
+  // elsewhere, and everything other nodes send to its own GPU. NVLink and NICs work at once; the
+  // busiest NVLink port or NIC sets the time.
+  std::vector<double> nv_out(p, 0), nv_in(p, 0);
+  std::map<std::pair<int, int>, double> nic_out, nic_in;   // (node, rail) → bytes
+  std::map<std::pair<int, int>, int> nic_gpu;               // (node, rail) → a GPU there (for its NIC bandwidth)
+  std::map<std::pair<int, int>, std::size_t> proxy;          // (node, rail) → index in gpus, when in the group
+  for (std::size_t i = 0; i < p; ++i) {
+    auto key = std::make_pair(c.node_of(gpus[i]), c.rail_of(gpus[i]));
+    nic_gpu[key] = gpus[i];
+    proxy[key] = i;
+  }
   double latency = 0;
   bool any_net = false;
   for (std::size_t i = 0; i < p; ++i)
@@ -163,11 +175,19 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
       if (c.same_nvlink_domain(gpus[i], gpus[j])) {
         nv_out[i] += b;
         nv_in[j] += b;
-      } else {
-        net_out[i] += b;
-        net_in[j] += b;
-        any_net = true;
+        continue;
       }
+      any_net = true;
+      int src_node = c.node_of(gpus[i]), dst_rail = c.rail_of(gpus[j]);
+      auto out_key = std::make_pair(src_node, dst_rail);
+      if (dst_rail != c.rail_of(gpus[i])) {  // the NVLink leg to the proxy GPU
+        nv_out[i] += b;
+        auto it = proxy.find(out_key);
+        if (it != proxy.end()) nv_in[it->second] += b;
+      }
+      if (!nic_gpu.count(out_key)) nic_gpu[out_key] = gpus[i];
+      nic_out[out_key] += b;
+      nic_in[std::make_pair(c.node_of(gpus[j]), dst_rail)] += b;
     }
   latency = hop(c, gpus[0], gpus[1], m).alpha;
   if (any_net)
@@ -177,11 +197,11 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
         break;
       }
   double worst = 0;
-  for (std::size_t i = 0; i < p; ++i) {
-    double net_bw = c.injection_bw(gpus[i]) * eff.network;
-    double t_nv = std::max(nv_out[i], nv_in[i]) / nv_bw;
-    double t_net = net_bw > 0 ? std::max(net_out[i], net_in[i]) / net_bw : 0;
-    worst = std::max(worst, std::max(t_nv, t_net));
+  for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, std::max(nv_out[i], nv_in[i]) / nv_bw);
+  for (const auto& [key, gpu] : nic_gpu) {
+    double net_bw = c.injection_bw(gpu) * eff.network;
+    double bytes = std::max(nic_out.count(key) ? nic_out[key] : 0.0, nic_in.count(key) ? nic_in[key] : 0.0);
+    if (net_bw > 0) worst = std::max(worst, bytes / net_bw);
   }
   return latency + worst;
 }

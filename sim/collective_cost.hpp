@@ -11,8 +11,10 @@
 //   hierarchical              RS inside each NVLink domain, ring all-reduce of S/g across domains
 //                             on each rail, AG inside each domain; chunks pipeline through the
 //                             phases, so time = Σ latencies + max(intra bytes term, inter bytes term)
-//   pairwise all-to-all       per rank: (p−1)·α + max(NVLink bytes / B_nvlink, network bytes / B_nic)
-//                             with the a2a efficiency; the slowest rank sets the time
+//   pairwise all-to-all       α + the busiest NVLink port or NIC: with PXN forwarding, a NIC
+//                             (node, rail) carries all its node's bytes to rail-r GPUs elsewhere
+//                             and all bytes to its own GPU; NVLink carries intra-node and
+//                             forwarded bytes (a2a efficiency on NVLink)
 // Calibration constants and their sources: docs/validation.md. Units: bytes, seconds.
 // Thread-safety: pure functions of a const Cluster.
 #pragma once

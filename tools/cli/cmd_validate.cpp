@@ -9,6 +9,7 @@
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "sim/analytic_executor.hpp"
+#include "sim/simgrid_executor.hpp"
 #include "sim/validation.hpp"
 #include "tools/cli/commands.hpp"
 
@@ -16,7 +17,7 @@ namespace shardsim::cli {
 
 void add_validate_command(CLI::App& app) {
   struct Options {
-    std::string fidelity = "analytic";
+    std::string fidelity = "both";
     std::string markdown;
     int requests = 12000;
     bool strict = false;
@@ -29,28 +30,53 @@ void add_validate_command(CLI::App& app) {
       "Examples:\n"
       "  shardsim validate\n"
       "  shardsim validate --markdown table.md --strict");
-  cmd->add_option("--fidelity", opt->fidelity, "analytic (simgrid: coming)")->capture_default_str();
+  cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | both (one column each)")->capture_default_str();
   cmd->add_option("--markdown", opt->markdown, "also write the table as Markdown to this file");
   cmd->add_option("--mlperf-requests", opt->requests, "requests in the MLPerf offline run")->capture_default_str();
   cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its tolerance");
   cmd->callback([opt] {
-    if (opt->fidelity != "analytic")
-      throw InputError("--fidelity", opt->fidelity, "only the analytic tier is available in this build");
-    auto rows = run_validation([](const Cluster& c) { return std::make_unique<AnalyticExecutor>(c); }, opt->requests);
-    std::string md = "| case | published | simulated (" + opt->fidelity + ") | error | target | within |\n|---|---|---|---|---|---|\n";
-    bool all = true;
-    std::printf("%-58s %12s %12s %8s %7s\n", "case", "published", "simulated", "error", "target");
-    for (const auto& r : rows) {
-      all &= r.within();
-      std::printf("%-58s %9.0f %-3s %9.0f %-3s %+7.1f%% %6.0f%%  %s\n", r.name.c_str(), r.published, r.unit.c_str(),
-                  r.simulated, r.unit.c_str(), 100 * r.error(), 100 * r.tolerance, r.within() ? "ok" : "MISS");
-      char line[512];
-      std::snprintf(line, sizeof line, "| %s | %.0f %s | %.0f %s | %+.1f%% | ±%.0f%% | %s |\n", r.name.c_str(), r.published,
-                    r.unit.c_str(), r.simulated, r.unit.c_str(), 100 * r.error(), 100 * r.tolerance,
-                    r.within() ? "yes" : "**no**");
-      md += line;
+    if (opt->fidelity != "analytic" && opt->fidelity != "simgrid" && opt->fidelity != "both")
+      throw InputError("--fidelity", opt->fidelity, "unknown tier (expected analytic, simgrid or both)");
+    std::vector<std::string> tiers;
+    if (opt->fidelity != "simgrid") tiers.push_back("analytic");
+    if (opt->fidelity != "analytic") tiers.push_back("simgrid");
+    std::vector<std::vector<ValidationRow>> cols;
+    for (const auto& tier : tiers) {
+      if (tier == "analytic")
+        cols.push_back(run_validation([](const Cluster& c) { return std::make_unique<AnalyticExecutor>(c); }, opt->requests));
+      else
+        cols.push_back(run_validation([](const Cluster& c) { return std::make_unique<SimgridExecutor>(c); }, opt->requests));
     }
-    std::printf("\nsources and calibration notes:\n");
+    std::string md = "| case | published |";
+    std::string sep = "|---|---|";
+    for (const auto& t : tiers) {
+      md += " " + t + " | error | within ±target |";
+      sep += "---|---|---|";
+    }
+    md += "\n" + sep + "\n";
+    bool all = true;
+    std::printf("%-58s %14s", "case", "published");
+    for (const auto& t : tiers) std::printf(" %14s %8s", t.c_str(), "error");
+    std::printf("  target\n");
+    const auto& rows = cols.front();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      std::printf("%-58s %9.0f %-4s", r.name.c_str(), r.published, r.unit.c_str());
+      char line[768];
+      std::snprintf(line, sizeof line, "| %s | %.0f %s |", r.name.c_str(), r.published, r.unit.c_str());
+      md += line;
+      for (const auto& col : cols) {
+        const auto& c = col[i];
+        all &= c.within();
+        std::printf(" %9.0f %-4s %+7.1f%%%s", c.simulated, c.unit.c_str(), 100 * c.error(), c.within() ? " " : "!");
+        std::snprintf(line, sizeof line, " %.0f %s | %+.1f%% | %s |", c.simulated, c.unit.c_str(), 100 * c.error(),
+                      c.within() ? "yes" : "**no**");
+        md += line;
+      }
+      std::printf("  ±%.0f%%\n", 100 * r.tolerance);
+      md += "\n";
+    }
+    std::printf("\n('!' marks a miss) sources and calibration notes:\n");
     for (const auto& r : rows)
       std::printf("  %s: %s%s%s\n", r.name.c_str(), r.source.c_str(), r.note.empty() ? "" : "; ", r.note.c_str());
     if (!opt->markdown.empty()) write_file_atomically(opt->markdown, md);
