@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "sim/schedule_summary.hpp"
 #include "topologies/cluster.hpp"
 
 namespace shardsim {
@@ -34,29 +35,17 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
   // Last op on each rank's stream: [rank][stream].
   std::vector<std::array<int, 2>> last(static_cast<std::size_t>(ranks), {-1, -1});
   std::map<std::tuple<int, int, double>, double> coll_cache;  // (group, kind, bytes) → seconds
-
-  StepTiming t;
-  int pp = 1;
-  for (const auto& op : p.ops) pp = std::max(pp, op.stage + 1);
-  std::vector<double> stage_first(static_cast<std::size_t>(pp), 1e300), stage_last(static_cast<std::size_t>(pp), 0);
-  // Expert compute per (layer, rank) for imbalance.
-  std::map<int, std::vector<double>> expert_by_layer;
-
+  std::vector<int> involved;
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
     double ready = 0;
     int why = -1;
     for (const int* d = p.deps_begin(static_cast<int>(i)); d != p.deps_end(static_cast<int>(i)); ++d)
-      if (end[static_cast<std::size_t>(*d)] > ready || why < 0) {
-        if (end[static_cast<std::size_t>(*d)] >= ready) {
-          ready = end[static_cast<std::size_t>(*d)];
-          why = *d;
-        }
+      if (why < 0 || end[static_cast<std::size_t>(*d)] > ready) {
+        ready = end[static_cast<std::size_t>(*d)];
+        why = *d;
       }
-    std::vector<int> involved;
-    if (op.type == OpType::Compute) involved = {op.rank};
-    else if (op.type == OpType::Send) involved = {op.rank, op.peer};
-    else involved = p.groups[static_cast<std::size_t>(op.group)];
+    involved_ranks(p, op, involved);
     const int s = static_cast<int>(op.stream());
     for (int r : involved) {
       int prev = last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)];
@@ -78,56 +67,8 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
     end[i] = ready + dur;
     pred[i] = why;
     for (int r : involved) last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)] = static_cast<int>(i);
-    auto st = static_cast<std::size_t>(op.stage);
-    stage_first[st] = std::min(stage_first[st], start[i]);
-    stage_last[st] = std::max(stage_last[st], end[i]);
-    double share = dur * static_cast<double>(involved.size()) / std::max(ranks, 1);
-    t.busy[static_cast<std::size_t>(op.cls)] += share;
-    if (op.type != OpType::Compute) {
-      t.comm_busy += share;
-      t.coll_by_kind[op.type == OpType::Send ? 3 : static_cast<std::size_t>(op.coll)] += share;
-    }
-    if (op.cls == OpClass::Experts) {
-      auto& v = expert_by_layer[op.layer * 100000 + op.stage];
-      if (v.empty()) v.assign(static_cast<std::size_t>(ranks), 0);
-      v[static_cast<std::size_t>(op.rank)] += dur;
-    }
-    if (timeline)
-      for (int r : involved)
-        timeline->push_back({r, op.stream(), op.cls, op.layer, start[i], dur,
-                             op.type == OpType::Compute ? to_string(op.cls)
-                                                        : std::string(to_string(op.cls)) + " " +
-                                                              (op.type == OpType::Send ? "send" : to_string(op.coll))});
   }
-  // Critical path: back from the op that ends last.
-  int cur = -1;
-  for (std::size_t i = 0; i < n; ++i)
-    if (cur < 0 || end[i] > end[static_cast<std::size_t>(cur)]) cur = static_cast<int>(i);
-  if (cur >= 0) t.makespan = end[static_cast<std::size_t>(cur)];
-  while (cur >= 0) {
-    const StepOp& op = p.ops[static_cast<std::size_t>(cur)];
-    double dur = end[static_cast<std::size_t>(cur)] - start[static_cast<std::size_t>(cur)];
-    t.critical[static_cast<std::size_t>(op.cls)] += dur;
-    if (op.type != OpType::Compute) t.comm_exposed += dur;
-    int prev = pred[static_cast<std::size_t>(cur)];
-    if (prev >= 0) t.idle_on_path += start[static_cast<std::size_t>(cur)] - end[static_cast<std::size_t>(prev)];
-    cur = prev;
-  }
-  for (int s = 0; s < pp; ++s)
-    t.stage_time.push_back(stage_last[static_cast<std::size_t>(s)] > 0
-                               ? stage_last[static_cast<std::size_t>(s)] - stage_first[static_cast<std::size_t>(s)]
-                               : 0);
-  for (const auto& [key, v] : expert_by_layer) {
-    // Mean over the ranks of one stage (every rank of a unit is an EP rank; idle ones count as 0).
-    double mx = 0, sum = 0;
-    for (double x : v) {
-      mx = std::max(mx, x);
-      sum += x;
-    }
-    t.expert_time += mx;
-    t.expert_imbalance += mx - sum / (static_cast<double>(ranks) / pp);
-  }
-  return t;
+  return summarize_schedule(p, start, end, pred, timeline);
 }
 
 }  // namespace shardsim
