@@ -39,6 +39,9 @@
 //   starting TBB, std::threads or anything else that spawns them (fork copies only the calling
 //   thread; a lock held by another thread would stay locked forever in the zygote).
 // REQUIRES (destructor): no call() in flight.
+// REQUIRES (handler): leave by returning or throwing, never by exit() (it would run the parent
+//   image's atexit handlers inside the worker); a crash or _exit is survivable (the call fails).
+// The parent's descriptors are all close-on-exec, so an exec elsewhere does not inherit them.
 #pragma once
 
 #include <sys/types.h>
@@ -47,7 +50,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
