@@ -3,12 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "sim/analytic_executor.hpp"
 #include "sim/fidelity.hpp"
 #include "sim/metrics.hpp"
 #include "sim/plan.hpp"
 #include "sim/worker_pool.hpp"
+#include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"
@@ -55,4 +59,26 @@ TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a
   CHECK(r.sampled_steps > 0);
   CHECK(pool.restarts() == 1);
   for (const auto& q : s.requests) CHECK(q.completed);
+}
+
+TEST_CASE("fidelity: simgrid-tier JSON is byte-identical at 1 and 2 workers") {
+  std::string a = "/tmp/shardsim_w1_" + std::to_string(::getpid()) + ".json";
+  std::string b = "/tmp/shardsim_w2_" + std::to_string(::getpid()) + ".json";
+  std::string args = "simulate --model qwen3-30b-a3b --cluster dgx-h100:2 --plan tp=1,ep=16,attn_dp=16 --requests 30 "
+                     "--fidelity simgrid --samples 6 --seed 5 --json ";
+  REQUIRE(test::run_cli(args + a + " --workers 1").exit_code == 0);
+  REQUIRE(test::run_cli(args + b + " --workers 2").exit_code == 0);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  json ja = json::parse(slurp(a)), jb = json::parse(slurp(b));
+  ja["provenance"].erase("wall_s");
+  jb["provenance"].erase("wall_s");
+  CHECK(ja["fidelity"]["simgrid_steps"].get<int>() == 6);
+  CHECK(ja.dump() == jb.dump());
+  std::remove(a.c_str());
+  std::remove(b.c_str());
 }
