@@ -94,49 +94,33 @@ class PoolRunner final : public SimgridRunner {
   WorkerPool& pool_;
 };
 
-// Scales an executor's timings by the SimGrid/analytic ratio of the nearest sample.
-class ScaledExecutor final : public StepExecutor {
- public:
-  ScaledExecutor(const StepExecutor& base, std::vector<std::pair<double, double>> samples)
-      : base_(base), samples_(std::move(samples)) {}
-  const char* name() const override { return "simgrid-sampled"; }
-  StepTiming run(const StepProgram& p, std::vector<TimelineEvent>* timeline) const override {
-    std::size_t before = timeline ? timeline->size() : 0;
-    StepTiming t = base_.run(p, timeline);
-    double r = ratio(t.makespan);
-    t.makespan *= r;
-    for (double& x : t.stage_time) x *= r;
-    for (double& x : t.critical) x *= r;
-    for (double& x : t.busy) x *= r;
-    for (double& x : t.coll_by_kind) x *= r;
-    t.comm_busy *= r;
-    t.comm_exposed *= r;
-    t.expert_time *= r;
-    t.expert_imbalance *= r;
-    if (timeline)
-      for (std::size_t i = before; i < timeline->size(); ++i) {
-        (*timeline)[i].start *= r;
-        (*timeline)[i].duration *= r;
-      }
-    return t;
-  }
+// A timing scaled by r (every duration and the breakdown together).
+StepTiming scaled(StepTiming t, double r) {
+  t.makespan *= r;
+  for (double& x : t.stage_time) x *= r;
+  for (double& x : t.critical) x *= r;
+  for (double& x : t.busy) x *= r;
+  for (double& x : t.coll_by_kind) x *= r;
+  t.comm_busy *= r;
+  t.comm_exposed *= r;
+  t.expert_time *= r;
+  t.expert_imbalance *= r;
+  return t;
+}
 
- private:
-  double ratio(double makespan) const {
-    if (samples_.empty() || makespan <= 0) return 1.0;
-    double best = 1.0, dist = 1e300;
-    for (auto [m, r] : samples_) {
-      double d = std::abs(std::log(makespan / m));
-      if (d < dist) {
-        dist = d;
-        best = r;
-      }
+// The SimGrid/analytic ratio of the sample nearest to an analytic step time (log distance).
+double nearest_ratio(const std::vector<std::pair<double, double>>& samples, double makespan) {
+  if (samples.empty() || makespan <= 0) return 1.0;
+  double best = 1.0, dist = 1e300;
+  for (auto [m, r] : samples) {
+    double d = std::abs(std::log(makespan / m));
+    if (d < dist) {
+      dist = d;
+      best = r;
     }
-    return best;
   }
-  const StepExecutor& base_;
-  std::vector<std::pair<double, double>> samples_;  // (analytic step time, SimGrid / analytic)
-};
+  return best;
+}
 
 // Runs every step in SimGrid through the runner (the `full` tier).
 class RemoteExecutor final : public StepExecutor {
@@ -280,6 +264,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     recs.push_back({replica, b, t.makespan});
   };
   o1.timeline_steps = 0;
+  o1.step_cache = std::make_shared<StepCache>();  // pass 2 reuses pass 1's analytic steps
   serve(plan, model, cluster, trace, routing, analytic, o1);
   // Stratified sample: quantiles of analytic step time.
   std::vector<std::size_t> order(recs.size());
@@ -321,8 +306,10 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     report.ratio_median = ratios[ratios.size() / 2];
     report.ratio_max = ratios.back();
   }
-  ScaledExecutor scaled(analytic, ratio_by_time);
-  return serve(plan, model, cluster, trace, routing, scaled, options);
+  ServingOptions o2 = options;
+  o2.step_cache = o1.step_cache;
+  o2.transform_timing = [ratio_by_time](const StepTiming& t) { return scaled(t, nearest_ratio(ratio_by_time, t.makespan)); };
+  return serve(plan, model, cluster, trace, routing, analytic, o2);
 }
 
 }  // namespace shardsim

@@ -89,15 +89,26 @@ class ReplicaSim {
       std::vector<TimelineEvent> events;
       StepTiming timing;
       auto key = shape_key(batch);
-      auto hit = key.empty() || record ? cache_.end() : cache_.find(key);
-      if (hit != cache_.end()) {
+      StepCache& cache = opt_.step_cache ? *opt_.step_cache : cache_;
+      if (!key.empty()) key.push_back(replica_);
+      auto hit = key.empty() || record ? cache.end() : cache.find(key);
+      if (hit != cache.end()) {
         timing = hit->second;
       } else {
         lowering_.lower(batch, program_);
         timing = ex_.run(program_, record ? &events : nullptr);
         out_.breakdown.executed_steps++;
         if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, timing);
-        if (!key.empty()) cache_.emplace(std::move(key), timing);
+        if (!key.empty()) cache.emplace(std::move(key), timing);
+      }
+      if (opt_.transform_timing) {
+        StepTiming tt = opt_.transform_timing(timing);
+        double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;
+        for (auto& ev : events) {
+          ev.start *= r;
+          ev.duration *= r;
+        }
+        timing = std::move(tt);
       }
       accumulate(out_.breakdown, timing);
       // Through the pipeline: stage s starts when the previous stage is done and stage s is free.
@@ -262,7 +273,7 @@ class ReplicaSim {
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
   std::deque<Seq> running_;
   StepProgram program_;  // reused step after step
-  std::map<std::vector<int>, StepTiming> cache_;  // memoised step timings by bucketed shape
+  StepCache cache_;  // memoised step timings by bucketed shape, when no shared cache is given
 };
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,9 @@ class RoutingSource;
 struct RequestTrace;
 struct ReplicaBatch;
 
+// Step timings by bucketed step shape (+ replica), untransformed; see ServingOptions.
+using StepCache = std::map<std::vector<int>, StepTiming>;
+
 struct ServingOptions {
   bool offline = false;            // all requests arrive at t = 0
   double slo_ttft = 2.0;           // seconds
@@ -43,6 +48,11 @@ struct ServingOptions {
   int shape_buckets_per_octave = 12;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
+  // A step cache shared between serve() calls (the simgrid tier's two passes); null = private.
+  std::shared_ptr<StepCache> step_cache;
+  // Applied to every step's timing (cached or executed) before the loop uses it; caches keep the
+  // untransformed timing. The simgrid tier scales by the SimGrid/analytic ratio here.
+  std::function<StepTiming(const StepTiming&)> transform_timing;
 };
 
 struct RequestResult {
