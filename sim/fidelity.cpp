@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "sim/analytic_executor.hpp"

@@ -150,7 +150,6 @@ void run(const SimulateOptions& opt) {
     write_file_atomically(opt.json_out, j.dump(2) + "\n");
   }
   if (!opt.timeline_out.empty()) {
-    Lowering low(plan, L.model, *L.cluster, nullptr);
     std::vector<int> gpus;
     PlanLayout layout(plan);
     for (int s = 0; s < plan.deg.pp; ++s)
