@@ -48,9 +48,7 @@ double div_of(Shard s, int ways) { return s == Shard::Replicate ? 1.0 : static_c
 // Builds one step program; holds the per-rank "current op" of the main data flow.
 class Builder {
  public:
-  Builder(StepProgram& prog, const GpuSpec& gpu) : prog_(prog), cur_(prog.rank_gpu.size(), -1), extra_(prog.rank_gpu.size()) {
-    (void)gpu;
-  }
+  explicit Builder(StepProgram& prog) : prog_(prog), cur_(prog.rank_gpu.size(), -1), extra_(prog.rank_gpu.size()) {}
 
   int compute(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math) {
     StepOp op;
@@ -164,7 +162,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
 
   prog.clear();
   prog.rank_gpu = rank_gpu_;
-  Builder b(prog, cluster_.gpu());
+  Builder b(prog);
   auto rank = [&](int s, int u) { return s * U + u; };
 
   // Groups, per stage: TP groups of each attention group, expert-TP groups, the unit (all-to-all).

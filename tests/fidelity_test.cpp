@@ -25,7 +25,7 @@ TEST_CASE("fidelity: sampled SimGrid agrees with analytic on one NVLink node") {
   Cluster c = load_cluster("dgx-h100:1");
   Plan p = plan_from_string("tp=2,ep=2,etp=1,dp=4", 8, plan_defaults(m));
   RequestTrace t = load_request_trace("synthetic:n=40,rate=10,seed=3");
-  auto routing = make_routing("synthetic:seed=2", {m.num_moe_layers(), m.experts, m.top_k, 1, 1});
+  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
   ServingOptions o;
   FidelityReport ra, rs;
   ServingResult a = serve_at_fidelity("analytic", p, m, c, "dgx-h100:1", t, routing.get(), o, nullptr, ra);

@@ -38,8 +38,6 @@ ModelSpec tiny(bool moe) {
   return m;
 }
 
-RoutingShape shape_of(const ModelSpec& m) { return {m.num_moe_layers(), m.experts, m.top_k, 1, 1}; }
-
 double flops_of(const StepProgram& p, OpClass c) {
   double f = 0;
   for (const auto& op : p.ops)
@@ -131,7 +129,7 @@ TEST_CASE("lowering: skewed routing makes a longer MoE step than uniform routing
   Plan plan = plan_from_string("tp=1,attn_dp=8,ep=8", 8, {});
   AnalyticExecutor ex(c);
   auto run = [&](const std::string& spec) {
-    auto routing = make_routing(spec, shape_of(m));
+    auto routing = make_routing(spec, m.routing_shape());
     Lowering low(plan, m, c, routing.get());
     ReplicaBatch batch;
     batch.groups.resize(8);
@@ -152,7 +150,7 @@ TEST_CASE("lowering: one MoE layer's expert flops and bytes, worked by hand") {
   Cluster c = load_cluster("dgx-h100:1");
   Plan plan = plan_from_string("tp=1", 8, {});
   // Three tokens of one request pick experts {0,1}, {0,2}, {0,1}: six copies, three active experts.
-  RoutingShape shape = shape_of(m);
+  RoutingShape shape = m.routing_shape();
   std::vector<std::uint32_t> counts = {3};
   std::vector<ExpertId> ids = {0, 1, 0, 2, 0, 1};
   RoutingTraceFile routing(encode_routing_trace(shape, counts, ids), "hand.ssrt");

@@ -33,7 +33,7 @@ Run simulate(const std::string& model_name, const std::string& cluster_spec, con
   Plan p = plan_from_string(plan_text, c.num_gpus(), plan_defaults(m));
   RequestTrace t = load_request_trace(trace_spec);
   std::unique_ptr<RoutingSource> r;
-  if (m.is_moe()) r = make_routing(routing_spec, {m.num_moe_layers(), m.experts, m.top_k, m.n_group, m.topk_group});
+  if (m.is_moe()) r = make_routing(routing_spec, m.routing_shape());
   AnalyticExecutor ex(c);
   ServingOptions o;
   o.offline = offline;

@@ -73,7 +73,7 @@ StepProgram lowered(const std::string& model_name, const Cluster& c, const std::
   const ModelSpec m = load_model(model_name);
   const Plan plan = plan_from_string(plan_text, c.num_gpus(), plan_defaults(m));
   std::unique_ptr<RoutingSource> routing;
-  if (m.is_moe()) routing = make_routing(routing_spec, {m.num_moe_layers(), m.experts, m.top_k, m.n_group, m.topk_group});
+  if (m.is_moe()) routing = make_routing(routing_spec, m.routing_shape());
   LoweringOptions opt;
   opt.only_layers = std::move(only_layers);
   Lowering low(plan, m, c, routing.get(), replica, opt);

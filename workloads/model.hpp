@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
+#include "workloads/routing_trace.hpp"
 
 namespace shardsim {
 
@@ -66,6 +67,8 @@ struct ModelSpec {
   bool is_moe_layer(int layer) const;
   int num_moe_layers() const;
   int num_dense_layers() const { return layers - num_moe_layers(); }
+  // The routing-relevant dimensions (MoE layers, experts, top-k, group limits) for make_routing.
+  RoutingShape routing_shape() const { return {num_moe_layers(), experts, top_k, n_group, topk_group}; }
 
   // Parameter counts (elements).
   std::int64_t attention_params() const;      // per layer: projections (MLA's LoRA norms: norm_params)

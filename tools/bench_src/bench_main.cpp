@@ -76,7 +76,7 @@ static void bench_full_step(const std::string& plan_text, int seqs) {
   ModelSpec m = load_model("moe-1.6t");
   Cluster c = load_cluster("dgx-h100:128");
   Plan p = plan_from_string(plan_text, c.num_gpus(), plan_defaults(m));
-  auto routing = make_routing("synthetic:seed=1", {m.num_moe_layers(), m.experts, m.top_k, m.n_group, m.topk_group});
+  auto routing = make_routing("synthetic:seed=1", m.routing_shape());
   Lowering low(p, m, c, routing.get());
   ReplicaBatch b;
   b.groups.resize(static_cast<std::size_t>(p.deg.attn_dp));
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   ModelSpec m = load_model("deepseek-v3");
   Cluster c = load_cluster("dgx-h100:8");
   RequestTrace t = head(load_request_trace("azure-conv"), static_cast<std::size_t>(requests));
-  auto routing = make_routing("synthetic:seed=1", {m.num_moe_layers(), m.experts, m.top_k, m.n_group, m.topk_group});
+  auto routing = make_routing("synthetic:seed=1", m.routing_shape());
   std::vector<std::string> texts = {"tp=8,pp=2,ep=8,dp=4",         "tp=8,ep=8,pp=4,dp=2",   "tp=1,attn_dp=8,ep=8,pp=2,dp=4",
                                     "tp=1,attn_dp=16,ep=16,dp=4",  "tp=1,attn_dp=32,ep=32,dp=2", "tp=2,attn_dp=8,ep=16,dp=4",
                                     "tp=4,attn_dp=4,ep=16,dp=4",   "tp=1,attn_dp=64,ep=64",       "tp=8,ep=8,pp=8"};

@@ -49,7 +49,7 @@ RequestTrace load_trace(const TraceOptions& o, std::size_t default_requests) {
 
 RoutingShape routing_shape_of(const ModelSpec& m, const std::string& spec) {
   if (!m.is_moe()) throw InputError(spec, "experts", "a dense model: it has no routed experts");
-  return RoutingShape{m.num_moe_layers(), m.experts, m.top_k, m.n_group, m.topk_group};
+  return m.routing_shape();
 }
 
 // The routing source of --routing: synthetic specs need --model; a file may stand alone, and

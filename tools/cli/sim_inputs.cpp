@@ -62,9 +62,7 @@ LoadedInputs load_inputs(const SimInputs& in) {
   out.serving.offline = in.offline;
   out.routing_spec = with_seed(in.routing, in.seed);
   if (out.model.is_moe()) {
-    RoutingShape shape{out.model.num_moe_layers(), out.model.experts, out.model.top_k, out.model.n_group,
-                       out.model.topk_group};
-    out.routing = make_routing(out.routing_spec, shape);
+    out.routing = make_routing(out.routing_spec, out.model.routing_shape());
   }
   return out;
 }
