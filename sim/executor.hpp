@@ -33,7 +33,7 @@ struct StepTiming {
   double comm_exposed = 0;                            // communication seconds on the critical path
   double expert_imbalance = 0;                        // Σ over MoE layers of (max − mean) expert time
   double expert_time = 0;                             // Σ over MoE layers of the max expert time
-  std::array<double, 4> coll_by_kind{};               // op-seconds by collective kind (+ sends in AllToAll? no)
+  std::array<double, 4> coll_by_kind{};               // rank-averaged op-seconds by CollKind; sends count in the AllToAll slot
   double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
 };
 

@@ -70,7 +70,7 @@ struct ServingBreakdown {
   double step_time = 0;                           // Σ step makespans (all replicas)
   std::array<double, kNumOpClasses> critical{};   // Σ critical-path seconds by class
   std::array<double, kNumOpClasses> busy{};       // Σ rank-averaged busy seconds by class
-  std::array<double, 4> coll_by_kind{};
+  std::array<double, 4> coll_by_kind{};           // as StepTiming::coll_by_kind, summed over steps
   double comm_busy = 0, comm_exposed = 0;
   double expert_time = 0, expert_imbalance = 0;
   double pipeline_bubble = 0;                     // Σ over replicas and stages of idle stage time
