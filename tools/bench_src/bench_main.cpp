@@ -4,6 +4,9 @@
 // analytic: deepseek-v3 on dgx-h100:8 with the first 1,000 Azure requests and synthetic routing;
 // a portfolio of feasible plans (the Megatron rule and attention-DP/EP variants) is scored one
 // after the other; the median wall time per plan and plans per second are printed.
+// search: the plan-search driver on mixtral-8x7b / dgx-h100:2 (200 Azure requests offline,
+// analytic tier): the same runs with 1 and 2 TBB threads — simulated evaluations per second,
+// the speed-up, the cache hit rate and the wall time. `shardsim_bench search` runs only this.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/search_driver.hpp"
+#include "optimizers/serving_evaluator.hpp"
 #include "sim/analytic_executor.hpp"
 #include "sim/fidelity.hpp"
 #include "sim/lowering.hpp"
@@ -96,7 +102,53 @@ static void bench_full_step(const std::string& plan_text, int seqs) {
               static_cast<double>(ru.ru_maxrss) / 1e6);
 }
 
+static void bench_search() {
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:2");
+  RequestTrace t = head(load_request_trace("azure-conv"), 200);
+  auto routing = make_routing("synthetic:seed=1", m.routing_shape());
+  EvaluatorInputs in;
+  in.model = &m;
+  in.cluster = &c;
+  in.cluster_spec = "dgx-h100:2";
+  in.trace = &t;
+  in.routing = routing.get();
+  in.serving.offline = true;
+  ServingEvaluator eval(in);
+  Plan base;
+  base.dtypes = plan_defaults(m).dtypes;
+  base.batch.max_context = plan_defaults(m).max_context;
+  SearchSpace space(m, c, base);
+  auto rules = portfolio_genes(space);
+  SearchSettings st;
+  st.budget = 60;
+  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  std::vector<SearchRun> runs;
+  for (const auto& name : optimizer_names())
+    if (name != "exhaustive" && name != "megatron")
+      for (std::uint64_t seed = 1; seed <= 2; ++seed) runs.push_back({name, seed, 0});
+  std::printf("\nsearch driver: mixtral-8x7b on dgx-h100:2, 200 requests offline, analytic tier, %zu runs × %ld evaluations\n",
+              runs.size(), st.budget);
+  std::printf("%8s %10s %12s %12s %14s %10s\n", "threads", "wall s", "evaluations", "simulated", "simulated/s", "cache hit");
+  double rate1 = 0;
+  for (int threads : {1, 2}) {
+    st.threads = threads;
+    auto t0 = std::chrono::steady_clock::now();
+    SearchOutcome out = run_search(space, eval, runs, st);
+    double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double rate = static_cast<double>(out.computed) / w;
+    if (threads == 1) rate1 = rate;
+    std::printf("%8d %10.2f %12ld %12ld %14.1f %9.1f%%\n", threads, w, out.evaluations, out.computed, rate,
+                100.0 * static_cast<double>(out.cache_hits) / static_cast<double>(out.evaluations));
+    if (threads == 2) std::printf("speed-up with 2 threads: %.2f× (target ≥ 1.7×)\n", rate / rate1);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "search") {
+    bench_search();
+    return 0;
+  }
   // Worker pools fork their zygotes first, before any thread exists.
   WorkerPool one(1, simgrid_worker_handler), two(2, simgrid_worker_handler);
   int requests = argc > 1 ? std::atoi(argv[1]) : 1000;
@@ -136,5 +188,6 @@ int main(int argc, char** argv) {
   std::printf("\nfull fidelity: one decode step of moe-1.6t on dgx-h100:128 (target ≤ 10 s, ≤ 2 GB)\n");
   bench_full_step("tp=8,ep=8,pp=4,dp=32", 256);
   bench_full_step("tp=1,attn_dp=64,ep=64,pp=2,dp=8,kv=fp8", 1024);
+  bench_search();
   return 0;
 }

@@ -15,5 +15,7 @@ void add_trace_command(CLI::App& app);    // cmd_trace.cpp    — request/routin
 void add_plan_command(CLI::App& app);     // cmd_plan.cpp     — plan check: verdict, memory, groups
 void add_simulate_command(CLI::App& app); // cmd_simulate.cpp — score a plan on a trace, explain the time
 void add_validate_command(CLI::App& app); // cmd_validate.cpp — simulated vs published figures
+void add_space_command(CLI::App& app);    // cmd_space.cpp    — the search space: decisions, size, rule plans
+void add_search_command(CLI::App& app);   // cmd_search.cpp   — optimizers at equal budgets, compared
 
 }  // namespace shardsim::cli

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   shardsim::cli::add_plan_command(app);
   shardsim::cli::add_simulate_command(app);
   shardsim::cli::add_validate_command(app);
+  shardsim::cli::add_space_command(app);
+  shardsim::cli::add_search_command(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

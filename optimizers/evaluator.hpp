@@ -1,0 +1,50 @@
+// optimizers/evaluator.hpp — how the search scores a plan, and the shared evaluation cache.
+//
+// Owns:
+//  * Evaluator — the scorer interface: plan in, Score out, plus its declared thread-safety
+//    (STYLE.md §2): Constant = one instance may be called from many threads at once; None = the
+//    driver calls it from one thread at a time.
+//  * EvalCache — scores by canonical plan key, shared by every optimizer run of a search. A key
+//    being computed by one thread is waited for, not computed twice. Hits are counted (a hit still
+//    costs the asking optimizer one evaluation of its budget: see optimizers/optimizer.hpp).
+// Thread-safety: EvalCache is safe for concurrent use.
+#pragma once
+
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "optimizers/score.hpp"
+#include "sim/plan.hpp"
+
+namespace shardsim {
+
+enum class ThreadSafety { None, Constant };
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  virtual Score evaluate(const Plan& plan) const = 0;
+  virtual ThreadSafety thread_safety() const = 0;
+  // What the objective is, for reports ("output tok/s", "goodput req/s").
+  virtual std::string objective_unit() const = 0;
+};
+
+class EvalCache {
+ public:
+  // The score of `key`, computing it with `compute` unless cached (or in flight elsewhere).
+  // Sets `hit` when this call did not compute.
+  Score get(const std::string& key, const std::function<Score()>& compute, bool& hit);
+  long hits() const;
+  long misses() const;
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_future<Score>> map_;
+  long hits_ = 0, misses_ = 0;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,52 @@
+// optimizers/registry.cpp — every optimizer by name: one line each. make_optimizer builds one,
+// passing the context, and refuses parameters the optimizer did not read.
+#include <functional>
+#include <utility>
+
+#include "common/input_error.hpp"
+#include "optimizers/optimizer.hpp"
+#include "optimizers/simple_optimizers.hpp"
+
+namespace shardsim {
+
+namespace {
+
+using Factory = std::function<std::unique_ptr<Optimizer>(const OptimizerContext&)>;
+
+template <class T>
+Factory make() {
+  return [](const OptimizerContext& c) { return std::make_unique<T>(c); };
+}
+
+const std::vector<std::pair<std::string, Factory>>& registry() {
+  static const std::vector<std::pair<std::string, Factory>> r = {
+      {"megatron", make<MegatronOptimizer>()},
+      {"random", make<RandomOptimizer>()},
+      {"exhaustive", make<ExhaustiveOptimizer>()},
+  };
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> out;
+  for (const auto& [name, f] : registry()) out.push_back(name);
+  return out;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptimizerContext& ctx) {
+  for (const auto& [n, factory] : registry()) {
+    if (n != name) continue;
+    auto opt = factory(ctx);
+    if (ctx.params)
+      for (const auto& key : ctx.params->unread(name))
+        throw InputError("--param", name + "." + key, "not a parameter of " + name + " (see docs/optimizers.md)");
+    return opt;
+  }
+  std::string known;
+  for (const auto& n : optimizer_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("--optimizers", name, "unknown optimizer (expected one of: " + known + ")");
+}
+
+}  // namespace shardsim

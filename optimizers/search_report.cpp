@@ -1,0 +1,265 @@
+// optimizers/search_report.cpp — medians, ratios, evals-to-X, and the output files.
+#include "optimizers/search_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "common/input_error.hpp"
+#include "common/output_file.hpp"
+
+namespace shardsim {
+
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  auto lo = static_cast<std::size_t>(pos);
+  std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+// Human summary of how plan `a` differs from plan `b`.
+std::string plan_difference(const Plan& a, const Plan& b) {
+  std::vector<std::string> d;
+  auto deg = [&](const char* n, int x, int y) {
+    if (x != y) d.push_back(std::string(n) + " " + std::to_string(y) + "→" + std::to_string(x));
+  };
+  deg("dp", a.deg.dp, b.deg.dp);
+  deg("tp", a.deg.tp, b.deg.tp);
+  deg("pp", a.deg.pp, b.deg.pp);
+  deg("ep", a.deg.ep, b.deg.ep);
+  deg("etp", a.deg.etp, b.deg.etp);
+  deg("attn_dp", a.deg.attn_dp, b.deg.attn_dp);
+  deg("sp", a.deg.sp, b.deg.sp);
+  for (int i = 0; i < kNumOps; ++i)
+    if (a.sharding[static_cast<std::size_t>(i)] != b.sharding[static_cast<std::size_t>(i)])
+      d.push_back(std::string(to_string(static_cast<Op>(i))) + " " + to_string(b.sharding[static_cast<std::size_t>(i)]) +
+                  "→" + to_string(a.sharding[static_cast<std::size_t>(i)]));
+  if (a.mapping != b.mapping) d.push_back("mapping changed");
+  deg("max_seqs", a.batch.max_seqs, b.batch.max_seqs);
+  deg("max_batch_tokens", a.batch.max_batch_tokens, b.batch.max_batch_tokens);
+  std::string s;
+  for (const auto& x : d) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "the same plan" : s;
+}
+
+json opt_number(double x) { return x < 0 ? json(nullptr) : json(x); }
+
+}  // namespace
+
+long evals_to_reach(const std::vector<double>& anytime, double target) {
+  for (std::size_t i = 0; i < anytime.size(); ++i)
+    if (anytime[i] > 0 && anytime[i] >= target) return static_cast<long>(i) + 1;
+  return -1;
+}
+
+SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGenes>& rules, const SearchSpace& space) {
+  SearchReport rep;
+  for (std::size_t i = 0; i < out.runs.size(); ++i) {
+    const auto& r = out.runs[i];
+    if (r.has_best && r.best.score.feasible && r.best.score.objective > rep.best_known)
+      rep.best_known = r.best.score.objective, rep.best_run = i;
+    if (r.optimizer == "megatron" && r.has_best && r.best.score.feasible && r.best.score.objective > rep.megatron_best) {
+      rep.megatron_best = r.best.score.objective;
+      for (const auto& rule : rules)
+        if (space.key(rule.genes) == space.key(r.best.genes)) rep.megatron_rule = rule.rule;
+    }
+    if (r.optimizer == "exhaustive" && r.has_best && r.best.score.feasible)
+      rep.optimum = std::max(rep.optimum, r.best.score.objective);
+  }
+  std::vector<std::string> order;
+  for (const auto& r : out.runs)
+    if (std::find(order.begin(), order.end(), r.optimizer) == order.end()) order.push_back(r.optimizer);
+  for (const auto& name : order) {
+    OptimizerSummary s;
+    s.optimizer = name;
+    std::vector<double> best, wall, e95, e99;
+    for (const auto& r : out.runs) {
+      if (r.optimizer != name) continue;
+      ++s.seeds;
+      best.push_back(r.has_best && r.best.score.feasible ? r.best.score.objective : 0.0);
+      wall.push_back(r.wall_s);
+      long a = evals_to_reach(r.anytime, 0.95 * rep.best_known), b = evals_to_reach(r.anytime, 0.99 * rep.best_known);
+      if (a > 0) e95.push_back(static_cast<double>(a)), ++s.reached_95;
+      if (b > 0) e99.push_back(static_cast<double>(b)), ++s.reached_99;
+    }
+    s.median = quantile(best, 0.5), s.q1 = quantile(best, 0.25), s.q3 = quantile(best, 0.75);
+    s.min = quantile(best, 0), s.max = quantile(best, 1);
+    s.median_wall_s = quantile(wall, 0.5);
+    s.median_evals_to_95 = e95.empty() ? -1 : quantile(e95, 0.5);
+    s.median_evals_to_99 = e99.empty() ? -1 : quantile(e99, 0.5);
+    if (rep.megatron_best > 0) s.vs_megatron = s.median / rep.megatron_best;
+    if (rep.optimum > 0) s.vs_optimum = s.median / rep.optimum;
+    rep.optimizers.push_back(s);
+  }
+  return rep;
+}
+
+std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, const SearchSpace& space,
+                             const std::vector<RuleGenes>& rules, const std::string& unit, const std::string& title,
+                             long budget) {
+  std::ostringstream o;
+  o << "# " << title << "\n\n";
+  o << "Objective: " << unit << " (larger is better). Budget " << budget
+    << " evaluations per run (megatron: its rule plans; exhaustive: the whole space); " << out.evaluations << " evaluations in all, " << out.computed
+    << " simulated, " << out.cache_hits << " from the shared cache ("
+    << fmt("%.1f%%", out.evaluations ? 100.0 * static_cast<double>(out.cache_hits) / static_cast<double>(out.evaluations) : 0)
+    << "); wall " << fmt("%.1f s", out.wall_s) << ".\n\n";
+  o << "| optimizer | seeds | median best | spread (min · q1 · q3 · max) | vs Megatron | vs optimum | evals to 95% | evals to 99% | wall s |\n";
+  o << "|---|---:|---:|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& s : rep.optimizers) {
+    o << "| " << s.optimizer << " | " << s.seeds << " | " << fmt("%.4g", s.median) << " | " << fmt("%.4g", s.min) << " · "
+      << fmt("%.4g", s.q1) << " · " << fmt("%.4g", s.q3) << " · " << fmt("%.4g", s.max) << " | "
+      << (s.vs_megatron > 0 ? fmt("%.3f", s.vs_megatron) : "–") << " | "
+      << (s.vs_optimum > 0 ? fmt("%.3f", s.vs_optimum) : "–") << " | "
+      << (s.median_evals_to_95 > 0 ? fmt("%.0f", s.median_evals_to_95) + " (" + std::to_string(s.reached_95) + "/" +
+                                         std::to_string(s.seeds) + ")"
+                                   : "–")
+      << " | "
+      << (s.median_evals_to_99 > 0 ? fmt("%.0f", s.median_evals_to_99) + " (" + std::to_string(s.reached_99) + "/" +
+                                         std::to_string(s.seeds) + ")"
+                                   : "–")
+      << " | " << fmt("%.1f", s.median_wall_s) << " |\n";
+  }
+  if (rep.best_known > 0) {
+    const auto& b = out.runs[rep.best_run];
+    Plan best = space.decode(b.best.genes);
+    o << "\nBest plan: `" << plan_to_string(best) << "` — " << fmt("%.5g ", b.best.score.objective) << unit << " (found by "
+      << b.optimizer << ", seed " << b.seed << ").\n";
+    if (rep.megatron_best > 0) {
+      for (const auto& r : out.runs)
+        if (r.optimizer == "megatron" && r.has_best && r.best.score.objective == rep.megatron_best) {
+          Plan meg = space.decode(r.best.genes);
+          o << "Best Megatron rule plan: `" << plan_to_string(meg) << "` (" << rep.megatron_rule << ") — "
+            << fmt("%.5g ", rep.megatron_best) << unit << ".\n";
+          o << "What differs from it: " << plan_difference(best, meg) << ".\n";
+          break;
+        }
+    }
+  }
+  // The rule plans one by one, from the megatron run's history.
+  for (const auto& r : out.runs) {
+    if (r.optimizer != "megatron") continue;
+    o << "\nMegatron rule plans:\n\n| rule | plan | " << unit << " |\n|---|---|---:|\n";
+    for (const auto& h : r.history) {
+      std::string rule = "?";
+      for (const auto& rg : rules)
+        if (space.key(rg.genes) == space.key(h.genes)) rule = rg.rule;
+      o << "| " << rule << " | `" << plan_to_string(space.decode(h.genes)) << "` | "
+        << (h.score.feasible ? fmt("%.5g", h.score.objective) : "infeasible: " + h.score.reason) << " |\n";
+    }
+    break;
+  }
+  return o.str();
+}
+
+void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
+                          const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
+                          const std::string& summary_md) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
+  (void)rules;
+  json runs = json::array();
+  std::string csv = "optimizer,seed,evaluation,best_so_far\n";
+  for (const auto& r : out.runs) {
+    json j = {{"optimizer", r.optimizer},
+              {"seed", r.seed},
+              {"evaluations", r.evaluations},
+              {"cache_hits", r.cache_hits},
+              {"best_feasible", r.has_best && r.best.score.feasible},
+              {"best_objective", r.has_best && r.best.score.feasible ? r.best.score.objective : 0.0},
+              {"evals_to_95", opt_number(static_cast<double>(evals_to_reach(r.anytime, 0.95 * rep.best_known)))},
+              {"evals_to_99", opt_number(static_cast<double>(evals_to_reach(r.anytime, 0.99 * rep.best_known)))},
+              {"wall_s", r.wall_s}};
+    if (r.has_best) {
+      Plan p = space.decode(r.best.genes);
+      j["best_plan"] = plan_to_json(p);
+      j["best_plan_string"] = plan_to_string(p);
+      if (!r.best.score.feasible) j["best_reason"] = r.best.score.reason;
+    } else {
+      j["best_plan"] = nullptr;
+    }
+    runs.push_back(j);
+    for (std::size_t i = 0; i < r.anytime.size(); ++i)
+      csv += r.optimizer + "," + std::to_string(r.seed) + "," + std::to_string(i + 1) + "," + fmt("%.6g", r.anytime[i]) + "\n";
+  }
+  json optimizers = json::array();
+  for (const auto& s : rep.optimizers)
+    optimizers.push_back({{"optimizer", s.optimizer},
+                          {"seeds", s.seeds},
+                          {"median_best", s.median},
+                          {"min", s.min},
+                          {"q1", s.q1},
+                          {"q3", s.q3},
+                          {"max", s.max},
+                          {"vs_megatron", s.vs_megatron > 0 ? json(s.vs_megatron) : json(nullptr)},
+                          {"vs_optimum", s.vs_optimum > 0 ? json(s.vs_optimum) : json(nullptr)},
+                          {"median_evals_to_95", opt_number(s.median_evals_to_95)},
+                          {"median_evals_to_99", opt_number(s.median_evals_to_99)},
+                          {"median_wall_s", s.median_wall_s}});
+  json results = {{"schema", "shardsim.search/1"},
+                  {"inputs", inputs},
+                  {"objective_unit", unit},
+                  {"space", {{"blocks", to_string(space.options())},
+                             {"decisions", space.num_decisions()},
+                             {"raw_size", space.raw_size()},
+                             {"canonical_size", space.canonical_size()}}},
+                  {"best_known", rep.best_known},
+                  {"megatron_best", rep.megatron_best > 0 ? json(rep.megatron_best) : json(nullptr)},
+                  {"megatron_rule", rep.megatron_rule},
+                  {"optimum", rep.optimum > 0 ? json(rep.optimum) : json(nullptr)},
+                  {"evaluations", out.evaluations},
+                  {"simulated", out.computed},
+                  {"cache_hits", out.cache_hits},
+                  {"cache_hit_rate", out.evaluations ? static_cast<double>(out.cache_hits) / static_cast<double>(out.evaluations) : 0.0},
+                  {"wall_s", out.wall_s},
+                  {"optimizers", optimizers},
+                  {"runs", runs}};
+  // gnuplot script: one line per run, coloured by optimizer.
+  std::ostringstream gp;
+  gp << "# anytime curves: best-so-far vs evaluations (gnuplot anytime.gp writes anytime.png)\n"
+     << "set terminal png size 900,540\nset output 'anytime.png'\n"
+     << "set datafile separator ','\nset key bottom right\nset xlabel 'evaluations'\nset ylabel '" << unit
+     << " (best so far)'\nset grid\n";
+  std::vector<std::string> names;
+  for (const auto& s : rep.optimizers) names.push_back(s.optimizer);
+  gp << "plot ";
+  bool first = true;
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const auto& r : out.runs) {
+      if (r.optimizer != names[k]) continue;
+      bool label = true;
+      for (const auto& q : out.runs) {
+        if (&q == &r) break;
+        if (q.optimizer == r.optimizer) label = false;
+      }
+      gp << (first ? "" : ", \\\n     ") << "'anytime.csv' using 3:(strcol(1) eq '" << r.optimizer
+         << "' && $2 == " << r.seed << " ? $4 : 1/0) with lines lc " << (k + 1) << " lw 1.5 "
+         << (label ? "title '" + r.optimizer + "'" : std::string("notitle"));
+      first = false;
+    }
+  gp << "\n";
+  write_file_atomically(dir + "/anytime.csv", csv);
+  write_file_atomically(dir + "/anytime.gp", gp.str());
+  write_file_atomically(dir + "/summary.md", summary_md);
+  if (rep.best_known > 0) {
+    Plan best = space.decode(out.runs[rep.best_run].best.genes);
+    best.name = "search-best";
+    write_file_atomically(dir + "/best-plan.json", plan_to_json(best).dump(2) + "\n");
+  }
+  write_file_atomically(dir + "/results.json", results.dump(2) + "\n");
+}
+
+}  // namespace shardsim

@@ -1,0 +1,56 @@
+// optimizers/search_report.hpp — what a search writes: results.json, anytime.csv, summary.md,
+// the gnuplot script of the anytime curves, best-plan.json.
+//
+// Owns: SearchReport (the figures derived from a SearchOutcome) and write_search_outputs().
+// Definitions: best known = the best feasible objective over every run; evals_to_X = the first
+// evaluation (1-based) at which a run's best-so-far reaches X% of the best known (null if never);
+// the Megatron baseline = the best objective among the megatron run's rule plans; the optimum =
+// the exhaustive run's best (only when exhaustive ran). Spread = min, quartiles and max over seeds.
+// All files are written only after the search succeeded, each through a temporary file + rename.
+// Thread-safety: pure functions apart from the file writes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/search_driver.hpp"
+
+namespace shardsim {
+
+struct OptimizerSummary {
+  std::string optimizer;
+  int seeds = 0;
+  double median = 0, q1 = 0, q3 = 0, min = 0, max = 0;  // best objective over seeds (0 = none feasible)
+  double median_wall_s = 0;
+  double median_evals_to_95 = -1, median_evals_to_99 = -1;  // over seeds that reached it; −1 = none
+  int reached_95 = 0, reached_99 = 0;
+  double vs_megatron = 0, vs_optimum = 0;               // median / baseline; 0 = no baseline
+};
+
+struct SearchReport {
+  double best_known = 0;
+  double megatron_best = 0;         // 0 when megatron did not run
+  std::string megatron_rule;        // which rule gave it
+  double optimum = 0;               // 0 when exhaustive did not run
+  std::vector<OptimizerSummary> optimizers;  // in first-appearance order
+  std::size_t best_run = 0;         // index of the run holding the best plan
+};
+
+// -1 when never reached.
+long evals_to_reach(const std::vector<double>& anytime, double target);
+SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGenes>& rules, const SearchSpace& space);
+
+// The summary table as Markdown (also printed by the command).
+std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, const SearchSpace& space,
+                             const std::vector<RuleGenes>& rules, const std::string& unit, const std::string& title,
+                             long budget);
+
+// Writes DIR/{results.json, anytime.csv, summary.md, anytime.gp, best-plan.json}; `inputs` is
+// recorded in results.json as given. Creates DIR if needed.
+void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
+                          const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
+                          const std::string& summary_md);
+
+}  // namespace shardsim

@@ -1,0 +1,135 @@
+// optimizers/search_space.hpp — the decisions a plan search makes, their encoding as integer
+// genes, and the maps between genes and plans (decode, encode, canonical form, repair).
+//
+// Owns: SearchSpace. A genome is a vector of integers, one per Decision, each in [0, size).
+// Decisions, in decoding order (a block is left out when the user does not search it; its
+// values then come from the base plan):
+//   degrees   one gene per prime factor of the GPU count (smallest first), naming the dimension
+//             that factor multiplies: tp, attn_dp (MoE only), pp or dp — so dp×pp×tp×attn_dp is the
+//             GPU count by construction (REFERENCE.md §C.1); then, for MoE models, "etp split" k:
+//             etp = the product of the k smallest prime factors of the unit (tp × attn_dp), ep the
+//             rest (k is clamped to the unit's factor count); then "sp" (off | on = tp).
+//   sharding  one gene per operator type the model has (allowed_shards order; 0 = Megatron's).
+//   mapping   one of the 24 orders of (tp, attn_dp, pp, dp), fastest-varying first.
+//   batching  max_seqs and max_batch_tokens, ordinal.
+// Canonical form: equal plans have equal canonical genes (and key()). Rules: the factor genes of
+// equal primes are sorted (which copy of a 2 goes where does not matter); the etp split is
+// clamped; sp is off when tp = 1; an operator sharded over a group of one GPU (tp = 1 for
+// attention, dense, shared-expert, router, embedding and LM-head operators; etp = 1 for routed
+// experts) takes choice 0; the mapping keeps only the relative order of dimensions of degree > 1
+// (degree-1 dimensions follow in default order).
+// Sizes: raw_size() is the product of the decision sizes; canonical_size() counts distinct
+// canonical genomes exactly (by enumerating canonical degree assignments, ≤ a few hundred).
+// Thread-safety: immutable after construction; all methods are const and may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/plan.hpp"
+#include "sim/plan_check.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+
+using Genes = std::vector<int>;
+
+enum class Block { Degrees, Sharding, Mapping, Batching };
+const char* to_string(Block b);
+
+struct Decision {
+  enum class Kind { Factor, EtpSplit, Sp, Shard, Mapping, MaxSeqs, MaxBatchTokens };
+  std::string name;                  // e.g. "factor 1 (×2)", "etp split", "qkv", "mapping", "max_seqs"
+  Kind kind = Kind::Factor;
+  Block block = Block::Degrees;
+  bool ordinal = false;              // values are ordered (a ±1 step is a small move)
+  std::vector<std::string> labels;   // one per value
+  int prime = 0;                     // Factor: the prime this gene places
+  Op op = Op::Qkv;                   // Shard: the operator
+  int size() const { return static_cast<int>(labels.size()); }
+};
+
+// Which blocks of decisions are searched ("degrees,sharding,mapping,batching" by default).
+struct SpaceOptions {
+  bool degrees = true, sharding = true, mapping = true, batching = true;
+};
+// Parses a comma list of block names ("all" = every block). Throws InputError(source, value, reason).
+SpaceOptions parse_space_options(const std::string& text, const std::string& source);
+std::string to_string(const SpaceOptions& o);
+
+// The degree dimensions a factor gene can name.
+enum class Dim { Tp, AttnDp, Pp, Dp };
+
+class SearchSpace {
+ public:
+  // `base` supplies everything not searched (dtypes, max_context, mem_util, and any block left out).
+  // The model and cluster must outlive the space.
+  SearchSpace(const ModelSpec& model, const Cluster& cluster, const Plan& base, SpaceOptions options = {});
+
+  const std::vector<Decision>& decisions() const { return decisions_; }
+  int num_decisions() const { return static_cast<int>(decisions_.size()); }
+  const ModelSpec& model() const { return model_; }
+  const Cluster& cluster() const { return cluster_; }
+  const Plan& base() const { return base_; }
+  const SpaceOptions& options() const { return options_; }
+  // The dimension each value of a Factor gene names.
+  const std::vector<Dim>& factor_dims() const { return dims_; }
+
+  // True when every gene is in range and the genome has num_decisions() genes.
+  bool in_range(const Genes& g) const;
+  // The plan a genome stands for (requires in_range); decode(g) == decode(canonical(g)), and
+  // equal keys ⇔ equal decoded plans.
+  Plan decode(const Genes& g) const;
+  // The genome of `plan`, or false when its degrees cannot be expressed (e.g. etp is not a product
+  // of the unit's smallest primes, or a searched batching value is not on the grid: the nearest
+  // grid value is taken then and the result is still true). Blocks not searched are ignored.
+  bool encode(const Plan& plan, Genes& out) const;
+  Genes canonical(const Genes& g) const;
+  // A compact text key of the canonical genome (equal plans ⇔ equal keys).
+  std::string key(const Genes& g) const;
+  // check_plan of the decoded genome.
+  PlanCheck check(const Genes& g) const;
+  // Moves the genome toward the nearest valid plan, a few steps at most (REFERENCE.md §C.2):
+  // TP too large or not dividing the heads → a tp factor moves to dp; EP not dividing the experts →
+  // the etp split grows; etp too large → it shrinks; pp beyond the layers → a pp factor to dp;
+  // memory overflow → a dp factor (else attn_dp) to pp, then smaller batching limits; a group
+  // spanning NVLink domains → the default mapping. Returns a canonical genome (maybe still invalid).
+  Genes repair(const Genes& g) const;
+
+  // Which values of decision `d` are not obviously invalid given the genes before it (`prefix`
+  // holds at least d genes; later genes are ignored). Cheap structural rules only: tp within an
+  // NVLink domain and dividing the heads (and kv heads / FFN width, FP8 alignment), pp ≤ layers,
+  // ep dividing the experts. At least one value is always allowed.
+  std::vector<char> valid_values(int d, const Genes& prefix) const;
+
+  double raw_size() const;
+  double canonical_size() const;
+  // Visits every canonical genome once (in a fixed order); stops early when `visit` returns false.
+  void for_each_canonical(const std::function<bool(const Genes&)>& visit) const;
+  // Uniform over raw genomes (then canonicalised), from one 64-bit random draw per gene.
+  Genes random(const std::function<std::uint64_t()>& next) const;
+
+ private:
+  struct DegreeParts {
+    int tp = 1, attn_dp = 1, pp = 1, dp = 1;
+    std::vector<int> unit_primes;  // prime factors of tp × attn_dp, ascending
+  };
+  DegreeParts degree_parts(const Genes& g) const;
+  int gene_index(Decision::Kind kind) const;  // first decision of that kind, −1 if absent
+  bool op_relevant(Op op, int tp, int etp) const;
+
+  const ModelSpec& model_;
+  const Cluster& cluster_;
+  Plan base_;
+  SpaceOptions options_;
+  std::vector<int> primes_;         // prime factors of the GPU count, ascending
+  std::vector<Dim> dims_;
+  std::vector<Decision> decisions_;
+  std::vector<int> max_seqs_values_, max_tokens_values_;
+};
+
+}  // namespace shardsim

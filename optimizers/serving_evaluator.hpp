@@ -1,0 +1,53 @@
+// optimizers/serving_evaluator.hpp — the search's scorer: replay the trace under a plan at a
+// fidelity tier and return the objective.
+//
+// Owns: ServingEvaluator. Objectives: Throughput = generated tokens per second over the run
+// (MLPerf's tokens/s; the search replays offline by default, so this is the plan's capacity on
+// the trace); Goodput = requests per second meeting both SLOs. A plan that check_plan refuses
+// never reaches it (the driver scores it infeasible); a plan that must reject some requests
+// (prompt + output larger than its KV capacity) is infeasible with violation = the fraction of
+// requests rejected.
+// Thread-safety: Constant — serve_at_fidelity with the analytic executor is pure, and the
+// SimGrid tiers run their steps through the worker pool (whose call() is thread-safe); the
+// runner passed in must be thread-safe (make_pool_runner's is). Inputs must outlive it.
+#pragma once
+
+#include <string>
+
+#include "optimizers/evaluator.hpp"
+#include "sim/fidelity.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+struct RequestTrace;
+class RoutingSource;
+
+enum class Objective { Throughput, Goodput };
+
+struct EvaluatorInputs {
+  const ModelSpec* model = nullptr;
+  const Cluster* cluster = nullptr;
+  std::string cluster_spec;
+  const RequestTrace* trace = nullptr;
+  const RoutingSource* routing = nullptr;   // null for dense models
+  ServingOptions serving;
+  std::string tier = "analytic";             // analytic | simgrid | full
+  SimgridRunner* runner = nullptr;           // required unless tier = analytic
+  int samples = 16;
+  Objective objective = Objective::Throughput;
+};
+
+class ServingEvaluator : public Evaluator {
+ public:
+  explicit ServingEvaluator(EvaluatorInputs in);
+  Score evaluate(const Plan& plan) const override;
+  ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
+  std::string objective_unit() const override;
+
+ private:
+  EvaluatorInputs in_;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,184 @@
+// tests/search_driver_test.cpp — the budget wrapper, the TBB driver (equal budgets, shared cache,
+// the same results at any thread count), the serving evaluator and the output files.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "common/input_error.hpp"
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/search_driver.hpp"
+#include "optimizers/search_report.hpp"
+#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/simple_optimizers.hpp"
+#include "sim/plan_check.hpp"
+#include "topologies/cluster.hpp"
+#include "topologies/cluster_io.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+#include "workloads/routing_trace.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+Plan base_plan(const ModelSpec& m) {
+  Plan p;
+  PlanDefaults d = plan_defaults(m);
+  p.dtypes = d.dtypes;
+  p.batch.max_context = d.max_context;
+  return p;
+}
+
+// A deterministic stand-in for the simulator: rewards tp = 4, ep = 8 and column-sharded QKV.
+class FakeEvaluator : public Evaluator {
+ public:
+  Score evaluate(const Plan& p) const override {
+    Score s;
+    s.feasible = true;
+    s.objective = 100.0 - 10.0 * std::abs(std::log2(p.deg.tp) - 2) - 5.0 * std::abs(std::log2(p.deg.ep) - 3) +
+                  (p.shard(Op::Qkv) == Shard::Column ? 3 : 0) + 0.01 * p.batch.max_seqs / 32.0;
+    return s;
+  }
+  ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
+  std::string objective_unit() const override { return "points"; }
+};
+
+// An optimizer that misbehaves: proposes a genome out of range.
+class BadOptimizer : public Optimizer {
+ public:
+  std::vector<Genes> ask(int) override { return {Genes{99}}; }
+  void tell(const std::vector<Evaluated>&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("driver: every run spends exactly its budget and the results do not depend on the thread count") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
+  SearchSpace space(m, *c, base_plan(m));
+  FakeEvaluator eval;
+  auto rules = portfolio_genes(space);
+  SearchSettings st;
+  st.budget = 40;
+  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(rules.size())}, {"random", 1, 0}, {"random", 2, 0}};
+  st.threads = 1;
+  SearchOutcome one = run_search(space, eval, runs, st);
+  st.threads = 2;
+  SearchOutcome two = run_search(space, eval, runs, st);
+  REQUIRE(one.runs.size() == 3);
+  CHECK(one.runs[0].evaluations == static_cast<long>(rules.size()));
+  CHECK(one.runs[1].evaluations == 40);
+  CHECK(one.runs[2].evaluations == 40);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    CHECK(one.runs[i].anytime == two.runs[i].anytime);
+    CHECK(one.runs[i].best.genes == two.runs[i].best.genes);
+    REQUIRE(one.runs[i].history.size() == two.runs[i].history.size());
+    for (std::size_t k = 0; k < one.runs[i].history.size(); ++k) CHECK(one.runs[i].history[k].genes == two.runs[i].history[k].genes);
+  }
+  // Different seeds propose different plans; the cache accounts for every evaluation.
+  CHECK(one.runs[1].history[0].genes != one.runs[2].history[0].genes);
+  CHECK(one.evaluations == one.computed + one.cache_hits);
+  // Anytime curves never decrease.
+  for (const auto& r : one.runs)
+    for (std::size_t k = 1; k < r.anytime.size(); ++k) CHECK(r.anytime[k] >= r.anytime[k - 1]);
+}
+
+TEST_CASE("driver: the budget wrapper refuses genomes out of range and an exhaustive run larger than its budget") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
+  SearchSpace space(m, *c, base_plan(m));
+  BudgetedOptimizer bad("bad", std::make_unique<BadOptimizer>(), space, 5);
+  CHECK_THROWS_AS(bad.ask(), std::logic_error);
+  OptimizerContext ctx{&space, 1, 100, {}, nullptr};
+  CHECK_THROWS_WITH_AS(ExhaustiveOptimizer{ctx}, doctest::Contains("distinct plans, more than the budget of 100"), InputError);
+  OptimizerParams p = OptimizerParams::parse("random.batch=0", "--param");
+  ctx.params = &p;
+  CHECK_THROWS_WITH_AS(make_optimizer("random", ctx), doctest::Contains("random.batch"), InputError);
+  CHECK_THROWS_WITH_AS(make_optimizer("hillclimb", ctx), doctest::Contains("unknown optimizer"), InputError);
+}
+
+TEST_CASE("driver: exhaustive finds the best plan of a small space and the others are compared to it") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
+  SpaceOptions o;
+  o.sharding = o.mapping = false;
+  SearchSpace space(m, *c, base_plan(m), o);
+  FakeEvaluator eval;
+  SearchSettings st;
+  st.budget = 20;
+  st.threads = 2;
+  auto rules = portfolio_genes(space);
+  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  const long size = static_cast<long>(space.canonical_size());
+  std::vector<SearchRun> runs = {{"exhaustive", 1, size}, {"megatron", 1, static_cast<long>(rules.size())}, {"random", 1, 0}};
+  SearchOutcome out = run_search(space, eval, runs, st);
+  // The optimum by brute force over the same space.
+  double best = 0;
+  space.for_each_canonical([&](const Genes& g) {
+    if (space.check(g).feasible()) best = std::max(best, eval.evaluate(space.decode(g)).objective);
+    return true;
+  });
+  CHECK(out.runs[0].evaluations == size);
+  CHECK(out.runs[0].best.score.objective == doctest::Approx(best));
+  SearchReport rep = summarize_search(out, rules, space);
+  CHECK(rep.optimum == doctest::Approx(best));
+  CHECK(rep.best_known == doctest::Approx(best));
+  REQUIRE(rep.optimizers.size() == 3);
+  CHECK(rep.optimizers[0].vs_optimum == doctest::Approx(1.0));
+  CHECK(rep.optimizers[1].vs_megatron == doctest::Approx(1.0));
+  CHECK(rep.optimizers[2].vs_optimum <= 1.0);
+  CHECK(evals_to_reach({0, 5, 5, 9, 10}, 9.5) == 5);
+  CHECK(evals_to_reach({0, 5}, 9.5) == -1);
+}
+
+TEST_CASE("driver: a search on the real evaluator writes results a user can feed back to simulate") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
+  RequestTrace trace = head(load_request_trace("azure-conv"), 40);
+  auto routing = make_routing("synthetic:seed=3", m.routing_shape());
+  EvaluatorInputs in;
+  in.model = &m;
+  in.cluster = c.get();
+  in.cluster_spec = "dgx-h100:1";
+  in.trace = &trace;
+  in.routing = routing.get();
+  in.serving.offline = true;
+  ServingEvaluator eval(in);
+  SpaceOptions o;
+  o.sharding = o.mapping = o.batching = false;
+  SearchSpace space(m, *c, base_plan(m), o);
+  auto rules = portfolio_genes(space);
+  SearchSettings st;
+  st.budget = 6;
+  st.threads = 2;
+  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  SearchOutcome out = run_search(space, eval, {{"megatron", 1, static_cast<long>(rules.size())}, {"random", 1, 0}}, st);
+  SearchReport rep = summarize_search(out, rules, space);
+  REQUIRE(rep.best_known > 0);
+  CHECK(rep.megatron_best > 0);
+  CHECK_FALSE(rep.megatron_rule.empty());
+  std::string md = summary_markdown(rep, out, space, rules, eval.objective_unit(), "test", st.budget);
+  CHECK(md.find("| megatron | 1 |") != std::string::npos);
+  auto dir = std::filesystem::temp_directory_path() / ("shardsim-search-" + std::to_string(::getpid()));
+  write_search_outputs(dir.string(), json{{"test", true}}, rep, out, space, rules, eval.objective_unit(), md);
+  for (const char* f : {"results.json", "anytime.csv", "summary.md", "anytime.gp", "best-plan.json"})
+    CHECK(std::filesystem::exists(dir / f));
+  json results = json::parse(std::ifstream(dir / "results.json"));
+  CHECK(results["runs"].size() == 2);
+  CHECK(results["runs"][0]["optimizer"] == "megatron");
+  CHECK(results["runs"][1]["evaluations"] == 6);
+  // The best plan loads as a plan file and is feasible.
+  Plan best = load_plan((dir / "best-plan.json").string(), m, *c);
+  CHECK(check_plan(best, m, *c).feasible());
+  CHECK(eval.evaluate(best).objective == doctest::Approx(rep.best_known));
+  // anytime.csv: a header and one row per evaluation.
+  std::ifstream csv(dir / "anytime.csv");
+  long rows = -1;
+  for (std::string line; std::getline(csv, line);) ++rows;
+  CHECK(rows == out.evaluations);
+  std::filesystem::remove_all(dir);
+}
