@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "common/input_error.hpp"
+#include "optimizers/annealing.hpp"
+#include "optimizers/genetic.hpp"
 #include "optimizers/optimizer.hpp"
 #include "optimizers/simple_optimizers.hpp"
 
@@ -23,6 +25,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
       {"megatron", make<MegatronOptimizer>()},
       {"random", make<RandomOptimizer>()},
       {"exhaustive", make<ExhaustiveOptimizer>()},
+      {"ga", make<GeneticOptimizer>()},
+      {"sa", make<AnnealingOptimizer>()},
   };
   return r;
 }
