@@ -166,7 +166,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
 
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
                           const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
-                          const std::string& summary_md) {
+                          const std::string& summary_md, long budget) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
@@ -232,24 +232,29 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
   gp << "# anytime curves: best-so-far vs evaluations (gnuplot anytime.gp writes anytime.png)\n"
      << "set terminal png size 900,540\nset output 'anytime.png'\n"
      << "set datafile separator ','\nset key bottom right\nset xlabel 'evaluations'\nset ylabel '" << unit
-     << " (best so far)'\nset grid\n";
+     << " (best so far)'\nset grid\nset xrange [1:" << std::max<long>(2, budget) << "]\n";
   std::vector<std::string> names;
   for (const auto& s : rep.optimizers) names.push_back(s.optimizer);
   gp << "plot ";
   bool first = true;
-  for (std::size_t k = 0; k < names.size(); ++k)
+  // Reference levels as horizontal lines; curves for the budgeted optimizers only (the
+  // exhaustive run spends the whole space and would squash the x axis).
+  if (rep.optimum > 0) gp << fmt("%.10g", rep.optimum) << " with lines dt 2 lc rgb 'black' title 'optimum (exhaustive)'", first = false;
+  if (rep.megatron_best > 0)
+    gp << (first ? "" : ", \\\n     ") << fmt("%.10g", rep.megatron_best) << " with lines dt 3 lc rgb 'red' title 'best Megatron rule plan'",
+        first = false;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (names[k] == "exhaustive" || names[k] == "megatron") continue;
+    bool label = true;
     for (const auto& r : out.runs) {
       if (r.optimizer != names[k]) continue;
-      bool label = true;
-      for (const auto& q : out.runs) {
-        if (&q == &r) break;
-        if (q.optimizer == r.optimizer) label = false;
-      }
       gp << (first ? "" : ", \\\n     ") << "'anytime.csv' using 3:(strcol(1) eq '" << r.optimizer
          << "' && $2 == " << r.seed << " ? $4 : 1/0) with lines lc " << (k + 1) << " lw 1.5 "
          << (label ? "title '" + r.optimizer + "'" : std::string("notitle"));
-      first = false;
+      first = false, label = false;
     }
+  }
+  if (first) gp << "0 notitle";
   gp << "\n";
   write_file_atomically(dir + "/anytime.csv", csv);
   write_file_atomically(dir + "/anytime.gp", gp.str());

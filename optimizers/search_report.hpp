@@ -51,6 +51,6 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
 // recorded in results.json as given. Creates DIR if needed.
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
                           const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
-                          const std::string& summary_md);
+                          const std::string& summary_md, long budget);
 
 }  // namespace shardsim
