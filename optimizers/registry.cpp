@@ -7,6 +7,7 @@
 #include "optimizers/annealing.hpp"
 #include "optimizers/genetic.hpp"
 #include "optimizers/optimizer.hpp"
+#include "optimizers/rl_optimizer.hpp"
 #include "optimizers/simple_optimizers.hpp"
 
 namespace shardsim {
@@ -27,6 +28,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
       {"exhaustive", make<ExhaustiveOptimizer>()},
       {"ga", make<GeneticOptimizer>()},
       {"sa", make<AnnealingOptimizer>()},
+      {"rl", make<RlOptimizer>()},
+      {"rl-noattn", make<RlNoAttnOptimizer>()},
   };
   return r;
 }

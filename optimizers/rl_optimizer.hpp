@@ -1,0 +1,103 @@
+// optimizers/rl_optimizer.hpp — the RL optimizers "rl" and "rl-noattn" (issue 6): a policy that
+// attends over an elite history and decodes plans decision by decision (optimizers/rl_policy),
+// trained by policy gradient on the evaluator's reward.
+//
+// Owns: RlOptimizer (and RlNoAttnOptimizer, the same without attention — the ablation).
+//  * Elite history: the top-K distinct plans told so far (key = SearchSpace::key), ranked by Deb's
+//    rules (better(), ties by key), with at most `per_degree` entries sharing one degree block;
+//    failed evaluations never enter it. Each ask samples against a snapshot of it.
+//  * ask: first the Megatron portfolio (ctx.portfolio, when seed_portfolio = 1), then plans sampled
+//    from the policy under decision_mask. Never the same plan twice in a run: a sample that repeats
+//    a proposed plan is redrawn at a temperature rising by 0.25 per redraw (`retries` times: when
+//    π has settled on known plans it is flattened, which is where its exploration comes from);
+//    then it is drawn at that last temperature without replacement from the PlanTrie of proposed
+//    plans. The loss scores every sample under π at temperature 1 with the masks it was drawn
+//    under. An ask returns fewer plans (none) once every plan reachable under the masks was
+//    proposed.
+//  * Reward of a score (unitless, in [−1, 1]): feasible → objective / best feasible objective seen
+//    so far (this batch included); infeasible → −0.2 − 0.8·min(1, violation); failed → −1.
+//  * tell: one update per batch of ≥ 2 sampled plans. Policy-gradient weights: the batch's rewards
+//    shaped (`shaping` rank: their ranks in the batch, ties halved; zscore: the rewards), minus a
+//    baseline (the batch mean when risk = 1; the (1 − risk) quantile when risk < 1, and only the
+//    samples at or above it learn — risk-seeking), over their standard deviation, over the batch
+//    size; entropy bonus `entropy` per decision (over the batch size); self-imitation of the elites
+//    whose reward beats the batch mean, weight imitate · (r − mean)/sd shared among them; one Adam
+//    step (`lr`). Portfolio plans only feed the elite history.
+// Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
+//   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
+//   retries 20, policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
+//   is refused; entries the space needs and the file lacks are initialised from the seed).
+// Determinism: proposals depend only on ctx.seed (streams "rl"/"rl-noattn" and the policy's
+//   initialisation) and the scores told.
+// Thread-safety: one thread at a time (Optimizer contract).
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "optimizers/optimizer.hpp"
+#include "optimizers/rl_policy.hpp"
+
+namespace shardsim {
+
+class RlOptimizer : public Optimizer {
+ public:
+  explicit RlOptimizer(const OptimizerContext& ctx) : RlOptimizer(ctx, "rl", true) {}
+  std::vector<Genes> ask(int n) override;
+  void tell(const std::vector<Evaluated>& results) override;
+  int batch_size() const override { return batch_; }
+  std::string state() const override { return policy_.save(); }
+
+  const RlPolicy& policy() const { return policy_; }
+  // The mean reward of each policy-gradient batch's samples, in order.
+  const std::vector<double>& mean_rewards() const { return mean_rewards_; }
+  // The elite history, best first, and as the policy sees it now.
+  std::vector<Evaluated> elites() const;
+  std::vector<EliteToken> elite_tokens() const;
+
+ protected:
+  RlOptimizer(const OptimizerContext& ctx, const std::string& name, bool attention);
+
+ private:
+  struct Elite {
+    Genes genes;
+    Score score;
+    std::string key, degrees;  // canonical key; key of the degree-block genes
+  };
+  struct Pending {
+    Episode episode;       // the sampled genome and its masks
+    bool sampled = false;  // false for a portfolio plan
+  };
+  double reward(const Score& s) const;
+  void learn(const std::vector<Episode>& samples, const std::vector<double>& rewards);
+  void update_elites(const std::vector<Evaluated>& results);
+
+  // Fixed after construction.
+  const SearchSpace& space_;
+  std::string name_;
+  int elite_size_, per_degree_, batch_, retries_;
+  double entropy_, risk_, imitate_;
+  bool rank_shaping_;
+  bool seed_portfolio_;
+  std::vector<Genes> portfolio_;  // distinct, in the given order
+  // Learning state.
+  RlPolicy policy_;
+  Adam adam_;
+  Rng rng_;
+  std::size_t next_portfolio_ = 0;
+  std::set<std::string> proposed_;  // keys of every genome proposed
+  PlanTrie trie_;                   // the same genomes, for sampling without replacement
+  std::vector<Elite> elites_;
+  double best_objective_ = 0;
+  std::vector<Pending> pending_;
+  std::vector<EliteToken> pending_tokens_;  // the elite snapshot the pending samples were drawn with
+  std::vector<double> mean_rewards_;
+};
+
+class RlNoAttnOptimizer final : public RlOptimizer {
+ public:
+  explicit RlNoAttnOptimizer(const OptimizerContext& ctx) : RlOptimizer(ctx, "rl-noattn", false) {}
+};
+
+}  // namespace shardsim

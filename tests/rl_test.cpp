@@ -1,0 +1,514 @@
+// tests/rl_test.cpp — the "rl" and "rl-noattn" optimizers and their policy, against a fake scorer
+// (no SimGrid, no TBB): hand-written gradients vs central finite differences, canonical masked
+// decoding, sampling without replacement, save → load round trip, a policy moved to another model
+// and cluster, bad parameters and policy files refused, determinism by seed, the elite history's
+// invariants, and learning on a synthetic objective whose optimum is found by enumeration.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "common/input_error.hpp"
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/optimizer.hpp"
+#include "optimizers/rl_optimizer.hpp"
+#include "optimizers/rl_policy.hpp"
+#include "optimizers/search_space.hpp"
+#include "sim/plan.hpp"
+#include "sim/plan_check.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// A model on a cluster, its search space and its Megatron portfolio (encoded).
+struct World {
+  World(const std::string& model_name, const std::string& cluster_spec, SpaceOptions o = {})
+      : model(load_model(model_name)),
+        cluster(load_cluster(cluster_spec)),
+        base(make_base(model)),
+        space(model, cluster, base, o) {
+    for (const auto& r : megatron_portfolio(model, cluster, base)) {
+      Genes g;
+      if (space.encode(r.plan, g)) portfolio.push_back(g);
+    }
+  }
+  static Plan make_base(const ModelSpec& m) {
+    Plan p;
+    const PlanDefaults d = plan_defaults(m);
+    p.dtypes = d.dtypes;
+    p.batch.max_context = d.max_context;
+    return p;
+  }
+  OptimizerContext context(std::uint64_t seed, long budget, const OptimizerParams* params = nullptr,
+                           bool with_portfolio = true) const {
+    return OptimizerContext{&space, seed, budget, with_portfolio ? portfolio : std::vector<Genes>{}, params};
+  }
+  ModelSpec model;
+  Cluster cluster;
+  Plan base;
+  SearchSpace space;
+  std::vector<Genes> portfolio;
+};
+
+double lg(int v) { return std::log2(static_cast<double>(v)); }
+
+// A made-up throughput with a known shape: best at tp = 4, pp = 1, ep = 4, etp = 1, sequence
+// parallelism on, and one preferred sharding per operator worth 1–3%; expert operators pay off
+// only together (row-up + column-down, when they are sharded at all). Infeasible plans get the
+// violation check_plan reports.
+Score synthetic_score(const SearchSpace& space, const Genes& g) {
+  const PlanCheck chk = space.check(g);
+  if (!chk.feasible()) return infeasible_score(chk);
+  const Plan p = space.decode(g);
+  const Degrees& d = p.deg;
+  double f = 500;
+  f /= 1 + 0.15 * std::abs(lg(d.tp) - 2);
+  f /= 1 + 0.25 * lg(d.pp);
+  f /= 1 + 0.10 * std::abs(lg(d.ep) - 2);
+  f /= 1 + 0.05 * lg(d.etp);
+  f /= 1 + 0.04 * std::abs(lg(d.attn_dp) - 0);
+  if (d.sp > 1) f *= 1.03;
+  for (int i = 0; i < kNumOps; ++i) {
+    const Op op = static_cast<Op>(i);
+    if (op == Op::ExpertUp || op == Op::ExpertDown) continue;
+    const auto& allowed = allowed_shards(op);
+    const Shard preferred = allowed[static_cast<std::size_t>((i * 3 + 1) % static_cast<int>(allowed.size()))];
+    if (p.shard(op) == preferred) f *= 1.01 + 0.01 * (i % 3);
+  }
+  if (d.etp > 1 && p.shard(Op::ExpertUp) == Shard::Row && p.shard(Op::ExpertDown) == Shard::Column) f *= 1.06;
+  Score s;
+  s.feasible = true;
+  s.objective = f;
+  return s;
+}
+
+// Runs `opt` through the budget wrapper against the synthetic scorer. Returns the proposals in order
+// and, per told batch, the mean objective as a fraction of `optimum` (infeasible = 0).
+struct RunLog {
+  std::vector<Genes> proposals;
+  std::vector<double> batch_quality;
+  double best = 0;
+  std::unique_ptr<BudgetedOptimizer> runner;  // keeps the optimizer for inspection
+  const RlOptimizer& rl() const { return dynamic_cast<const RlOptimizer&>(runner->optimizer()); }
+};
+RunLog drive(std::unique_ptr<Optimizer> opt, const SearchSpace& space, long budget, double optimum = 1,
+             const std::string& name = "rl") {
+  RunLog log;
+  log.runner = std::make_unique<BudgetedOptimizer>(name, std::move(opt), space, budget);
+  BudgetedOptimizer& b = *log.runner;
+  for (;;) {
+    std::vector<Genes> batch = b.ask();
+    if (batch.empty()) break;
+    std::vector<Evaluated> told;
+    double q = 0;
+    for (const auto& g : batch) {
+      told.push_back({g, synthetic_score(space, g)});
+      log.proposals.push_back(g);
+      if (told.back().score.feasible) q += told.back().score.objective / optimum;
+    }
+    log.batch_quality.push_back(q / static_cast<double>(batch.size()));
+    b.tell(told);
+  }
+  log.best = b.best() && b.best()->score.feasible ? b.best()->score.objective : 0;
+  return log;
+}
+
+double optimum_of(const SearchSpace& space) {
+  double best = 0;
+  space.for_each_canonical([&](const Genes& g) {
+    const Score s = synthetic_score(space, g);
+    if (s.feasible) best = std::max(best, s.objective);
+    return true;
+  });
+  return best;
+}
+
+// Adds N(0, scale²) noise to every parameter (so no entry sits at a special initial value).
+void jitter(RlPolicy& p, double scale, std::uint64_t seed) {
+  Rng rng("jitter", seed);
+  for (int i = 0; i < p.params().size(); ++i)
+    for (long r = 0; r < p.params()[i].rows(); ++r)
+      for (long c = 0; c < p.params()[i].cols(); ++c) p.params()[i](r, c) += scale * rng.normal();
+}
+
+void check_gradient(bool attention) {
+  SpaceOptions o;
+  o.mapping = o.batching = false;
+  World w("mixtral-8x7b", "dgx-h100:1", o);
+  RlPolicy policy(4, attention, 3);
+  policy.bind(w.space);
+  jitter(policy, 0.4, 11);
+  Rng rng("gradcheck", 5);
+  std::vector<EliteToken> elites;
+  for (int i = 0; i < 3; ++i)
+    elites.push_back({w.space.random([&] { return rng.next(); }), 1.0 - 0.5 * i, 0.9 - 0.7 * i});
+  const RlPolicy::Context ctx = policy.encode(elites);
+  std::vector<Episode> eps;
+  const double weights[] = {0.7, -0.4, 1.3};
+  for (double wt : weights) {
+    Episode e = policy.sample(ctx, rng, nullptr, 1.5);
+    e.weight = wt;
+    e.entropy = 0.05;
+    eps.push_back(e);
+  }
+  std::vector<Eigen::MatrixXd> grad = policy.params().zeros();
+  policy.loss(elites, eps, &grad);
+  const double h = 1e-5;
+  double worst = 0;
+  std::string worst_key;
+  int checked = 0, nonzero = 0;
+  for (int i = 0; i < policy.params().size(); ++i) {
+    Eigen::MatrixXd& m = policy.params()[i];
+    for (long r = 0; r < m.rows(); ++r)
+      for (long c = 0; c < m.cols(); ++c) {
+        const double keep = m(r, c);
+        m(r, c) = keep + h;
+        const double up = policy.loss(elites, eps, nullptr);
+        m(r, c) = keep - h;
+        const double down = policy.loss(elites, eps, nullptr);
+        m(r, c) = keep;
+        const double fd = (up - down) / (2 * h);
+        const double an = grad[static_cast<std::size_t>(i)](r, c);
+        const double rel = std::abs(fd - an) / std::max(1e-3, std::abs(fd) + std::abs(an));
+        if (rel > worst) worst = rel, worst_key = policy.params().key(i);
+        ++checked;
+        nonzero += std::abs(an) > 1e-6;
+      }
+  }
+  MESSAGE(std::string(attention ? "rl" : "rl-noattn")
+          << ": " << checked << " partial derivatives (" << nonzero << " nonzero), worst relative error " << worst
+          << " at " << worst_key);
+  CHECK(worst < 1e-4);
+  CHECK(nonzero > checked / 4);
+  // Attention parameters get gradient only with attention.
+  const auto& g_wk = grad[static_cast<std::size_t>(policy.params().find("W_k"))];
+  const auto& g_beta = grad[static_cast<std::size_t>(policy.params().find("beta"))];
+  if (attention) {
+    CHECK(g_wk.norm() > 0);
+    CHECK(g_beta.norm() > 0);
+  } else {
+    CHECK(g_wk.norm() == 0);
+    CHECK(g_beta.norm() == 0);
+  }
+}
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/shardsim-rl-test-" + name;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+TEST_CASE("rl: policy gradient matches central finite differences (attention)") { check_gradient(true); }
+
+TEST_CASE("rl: policy gradient matches central finite differences (no attention)") { check_gradient(false); }
+
+TEST_CASE("rl: sampled genomes are canonical and allowed by the validity masks") {
+  World w("deepseek-v3", "dgx-h100:4");
+  RlPolicy policy(8, true, 1);
+  policy.bind(w.space);
+  Rng rng("masks", 1);
+  std::vector<EliteToken> elites;
+  for (const auto& g : w.portfolio) elites.push_back({g, 0.5, 0.5});
+  const RlPolicy::Context ctx = policy.encode(elites);
+  for (int i = 0; i < 50; ++i) {
+    Episode e = policy.sample(ctx, rng);
+    REQUIRE(w.space.in_range(e.genes));
+    CHECK(w.space.canonical(e.genes) == e.genes);
+    for (int d = 0; d < w.space.num_decisions(); ++d) {
+      CHECK(w.space.valid_values(d, e.genes)[static_cast<std::size_t>(e.genes[static_cast<std::size_t>(d)])]);
+      CHECK(e.masks[static_cast<std::size_t>(d)] == decision_mask(w.space, d, e.genes));
+    }
+  }
+}
+
+TEST_CASE("rl: sampling without replacement covers a small space once, then stops") {
+  SpaceOptions o{true, false, false, false};  // degrees only: a few dozen plans
+  World w("mixtral-8x7b", "dgx-h100:1", o);
+  // Every genome the masks allow, found by enumeration.
+  std::set<Genes> reachable;
+  w.space.for_each_canonical([&](const Genes& g) {
+    bool ok = true;
+    for (int d = 0; d < w.space.num_decisions() && ok; ++d)
+      ok = decision_mask(w.space, d, g)[static_cast<std::size_t>(g[static_cast<std::size_t>(d)])] != 0;
+    if (ok) reachable.insert(g);
+    return true;
+  });
+  REQUIRE(reachable.size() > 16);
+  // The trie alone: exactly the reachable genomes, each once.
+  RlPolicy policy(4, true, 1);
+  policy.bind(w.space);
+  const RlPolicy::Context ctx = policy.encode({});
+  Rng rng("trie", 1);
+  PlanTrie trie;
+  std::set<Genes> drawn;
+  while (!trie.exhausted()) CHECK(drawn.insert(policy.sample(ctx, rng, &trie).genes).second);
+  CHECK(drawn == reachable);
+  CHECK(trie.leaves() == reachable.size());
+  // The optimizer, with a budget larger than the space: every plan once (the portfolio included),
+  // then an empty ask ends the run early.
+  const long budget = static_cast<long>(reachable.size()) + 100;
+  const RunLog log = drive(std::make_unique<RlOptimizer>(w.context(4, budget)), w.space, budget);
+  std::set<Genes> proposed(log.proposals.begin(), log.proposals.end());
+  CHECK(proposed.size() == log.proposals.size());
+  CHECK(log.runner->done());
+  CHECK(log.runner->used() < budget);
+  for (const auto& g : reachable) CHECK(proposed.count(g) == 1);
+}
+
+TEST_CASE("rl: save then load gives identical parameters and probabilities") {
+  World w("mixtral-8x7b", "dgx-h100:2");
+  OptimizerParams params = OptimizerParams::parse("rl.batch=8,rl.dim=6", "test");
+  const RunLog log = drive(std::make_unique<RlOptimizer>(w.context(3, 48, &params)), w.space, 48);
+  const RlOptimizer* rl = &log.rl();
+  const std::string text = rl->state();
+  RlPolicy loaded = RlPolicy::load(text, "saved", true, 99);
+  loaded.bind(w.space);
+  CHECK(loaded.dim() == 6);
+  CHECK(loaded.save() == text);
+  const RlPolicy& trained = rl->policy();
+  REQUIRE(loaded.params().size() == trained.params().size());
+  for (const auto& [key, i] : trained.params().index()) {
+    const int j = loaded.params().find(key);
+    REQUIRE(j >= 0);
+    CHECK(loaded.params()[j] == trained.params()[i]);  // bit-identical
+  }
+  std::vector<EliteToken> elites;
+  int rank = 0;
+  for (const auto& e : rl->elites()) elites.push_back({e.genes, 1.0 / (1 + rank++), 0.5});
+  const auto ctx_a = trained.encode(elites);
+  const auto ctx_b = loaded.encode(elites);
+  Rng rng("roundtrip", 1);
+  for (int i = 0; i < 10; ++i) {
+    const Episode e = trained.sample(ctx_a, rng);
+    CHECK(trained.probabilities(ctx_a, e) == loaded.probabilities(ctx_b, e));
+  }
+}
+
+TEST_CASE("rl: a policy saved on one model and cluster warm-starts another") {
+  World small("mixtral-8x7b", "dgx-h100:2");
+  OptimizerParams p1 = OptimizerParams::parse("rl.batch=8", "test");
+  const RunLog first = drive(std::make_unique<RlOptimizer>(small.context(1, 64, &p1)), small.space, 64);
+  const RlOptimizer* rl = &first.rl();
+  const std::string path = temp_path("warm.json");
+  write_file(path, rl->state());
+
+  World large("deepseek-v3", "dgx-h100:4");
+  OptimizerParams p2;
+  p2.set("rl", "policy_in", path);
+  p2.set("rl", "batch", "8");
+  auto warm = std::make_unique<RlOptimizer>(large.context(1, 48, &p2));
+  CHECK(p2.unread("rl").empty());
+  const RlPolicy& moved = warm->policy();
+  const RlPolicy& source = rl->policy();
+  for (const char* key : {"W_o", "q:factor", "e:factor=tp", "e:etp split=1", "b:shard qkv=replicate"}) {
+    CAPTURE(key);
+    REQUIRE(moved.params().find(key) >= 0);
+    CHECK(moved.params()[moved.params().find(key)] == source.params()[source.params().find(key)]);
+  }
+  // DeepSeek-V3 has shared experts and dense layers Mixtral does not: new entries were created.
+  CHECK(source.params().find("q:shard shared_expert") < 0);
+  CHECK(moved.params().find("q:shard shared_expert") >= 0);
+  RunLog log = drive(std::move(warm), large.space, 48);
+  CHECK(log.proposals.size() == 48);
+  for (const auto& g : log.proposals) CHECK(large.space.in_range(g));
+  CHECK(log.rl().mean_rewards().size() >= 2);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("rl: bad parameters and malformed policy files are refused") {
+  World w("mixtral-8x7b", "dgx-h100:1");
+  auto refused = [&](const std::string& text, const std::string& field) {
+    CAPTURE(text);
+    OptimizerParams p = OptimizerParams::parse(text, "--param");
+    try {
+      if (text.rfind("rl-noattn.", 0) == 0) {
+        RlNoAttnOptimizer opt(w.context(1, 10, &p));
+      } else {
+        RlOptimizer opt(w.context(1, 10, &p));
+      }
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.field() == field);
+    }
+  };
+  refused("rl.elite=0", "rl.elite");
+  refused("rl.per_degree=-1", "rl.per_degree");
+  refused("rl.batch=1", "rl.batch");
+  refused("rl.lr=fast", "rl.lr");
+  refused("rl.entropy=-0.1", "rl.entropy");
+  refused("rl.dim=1", "rl.dim");
+  refused("rl.seed_portfolio=2", "rl.seed_portfolio");
+  refused("rl.risk=0", "rl.risk");
+  refused("rl.retries=-1", "rl.retries");
+  refused("rl.imitate=x", "rl.imitate");
+  refused("rl.shaping=linear", "rl.shaping");
+  refused("rl-noattn.lr=0", "rl-noattn.lr");
+
+  // rl-noattn reads its own keys and ignores rl's.
+  OptimizerParams mixed = OptimizerParams::parse("rl.elite=4,rl-noattn.elite=8", "--param");
+  RlNoAttnOptimizer noattn(w.context(1, 10, &mixed));
+  CHECK(mixed.unread("rl-noattn").empty());
+  CHECK(mixed.unread("rl") == std::vector<std::string>{"elite"});
+
+  // Policy files.
+  RlPolicy good(4, true, 1);
+  good.bind(w.space);
+  const std::string text = good.save();
+  auto load_error = [&](const std::string& body) -> std::string {
+    try {
+      RlPolicy::load(body, "policy.json", true, 1);
+    } catch (const InputError& e) {
+      CHECK(e.source() == "policy.json");
+      return e.field();
+    }
+    return "accepted";
+  };
+  CHECK(load_error(text) == "accepted");
+  CHECK(load_error("{\"format\": ") != "accepted");
+  CHECK(load_error("[1, 2]") != "accepted");
+  CHECK(load_error("{\"format\": \"other\", \"version\": 1, \"dim\": 4, \"params\": {}}") == "/format");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 2, \"dim\": 4, \"params\": {}}") == "/version");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 0, \"params\": {}}") == "/dim");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": 3}") == "/params");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": {}, \"x\": 1}") ==
+        "/x");
+  const std::string head = "{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 2, \"params\": {";
+  CHECK(load_error(head + "\"W_q\": {\"shape\": [2, 2], \"data\": [1, 2, 3, 4]}}}") == "/params/W_q");
+  CHECK(load_error(head + "\"W_s\": {\"shape\": [2, 1], \"data\": [1, 2]}}}") == "/params/W_s/shape");
+  CHECK(load_error(head + "\"W_s\": {\"shape\": [2, 2], \"data\": [1, 2, 3]}}}") == "/params/W_s/data");
+  CHECK(load_error(head + "\"W_s\": {\"shape\": [2, 2], \"data\": [1, 2, \"x\", 4]}}}") == "/params/W_s/data/2");
+  CHECK(load_error(head + "\"e:a/b\": {\"shape\": [2, 1], \"data\": [1]}}}") == "/params/e:a~1b/data");
+
+  // A missing file, a malformed file, and a dim that contradicts the file.
+  OptimizerParams missing;
+  missing.set("rl", "policy_in", temp_path("does-not-exist.json"));
+  CHECK_THROWS_AS(RlOptimizer(w.context(1, 10, &missing)), InputError);
+  const std::string path = temp_path("bad.json");
+  write_file(path, "{\"format\": \"shardsim-rl-policy\"");
+  OptimizerParams bad;
+  bad.set("rl", "policy_in", path);
+  CHECK_THROWS_AS(RlOptimizer(w.context(1, 10, &bad)), InputError);
+  write_file(path, text);
+  OptimizerParams dim;
+  dim.set("rl", "policy_in", path);
+  dim.set("rl", "dim", "8");
+  try {
+    RlOptimizer opt(w.context(1, 10, &dim));
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "rl.dim");
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("rl: the same seed gives the same proposals") {
+  World w("mixtral-8x7b", "dgx-h100:2");
+  auto run = [&](bool attention, std::uint64_t seed) {
+    std::unique_ptr<Optimizer> opt;
+    if (attention)
+      opt = std::make_unique<RlOptimizer>(w.context(seed, 80));
+    else
+      opt = std::make_unique<RlNoAttnOptimizer>(w.context(seed, 80));
+    return drive(std::move(opt), w.space, 80).proposals;
+  };
+  for (bool attention : {true, false}) {
+    const auto a = run(attention, 7), b = run(attention, 7), c = run(attention, 8);
+    CHECK(a.size() == 80);
+    CHECK(a == b);
+    CHECK(a != c);
+    std::set<std::vector<int>> distinct(a.begin(), a.end());
+    CHECK(distinct.size() == a.size());  // never the same plan twice in a run
+  }
+}
+
+TEST_CASE("rl: the elite history is distinct, ranked by Deb's rules and diverse in degrees") {
+  World w("mixtral-8x7b", "dgx-h100:2");
+  OptimizerParams params = OptimizerParams::parse("rl.elite=6,rl.per_degree=2", "test");
+  const RunLog log = drive(std::make_unique<RlOptimizer>(w.context(2, 160, &params)), w.space, 160);
+  const auto elites = log.rl().elites();
+  CHECK(elites.size() == 6);
+  std::set<std::string> keys;
+  std::map<std::string, int> per_degree;
+  for (std::size_t i = 0; i < elites.size(); ++i) {
+    keys.insert(w.space.key(elites[i].genes));
+    if (i > 0) CHECK_FALSE(better(elites[i].score, elites[i - 1].score));
+    std::string deg;
+    for (int d = 0; d < w.space.num_decisions(); ++d)
+      if (w.space.decisions()[static_cast<std::size_t>(d)].block == Block::Degrees)
+        deg += std::to_string(elites[i].genes[static_cast<std::size_t>(d)]) + ".";
+    CHECK(++per_degree[deg] <= 2);
+  }
+  CHECK(keys.size() == elites.size());
+}
+
+TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the space") {
+  SpaceOptions o;
+  o.mapping = o.batching = false;
+  World w("mixtral-8x7b", "dgx-h100:1", o);
+  const double optimum = optimum_of(w.space);
+  const long budget = static_cast<long>(0.1 * w.space.canonical_size());
+  double portfolio_best = 0;
+  for (const auto& g : w.portfolio) {
+    const Score s = synthetic_score(w.space, g);
+    if (s.feasible) portfolio_best = std::max(portfolio_best, s.objective);
+  }
+  // The policy's mean quality (objective / optimum, infeasible = 0) over 200 of its samples.
+  auto quality = [&](const RlPolicy& p, const std::vector<EliteToken>& elites) {
+    const RlPolicy::Context ctx = p.encode(elites);
+    Rng rng("quality", 1);
+    double q = 0;
+    for (int i = 0; i < 200; ++i) {
+      const Score s = synthetic_score(w.space, p.sample(ctx, rng).genes);
+      if (s.feasible) q += s.objective / optimum / 200;
+    }
+    return q;
+  };
+  for (bool attention : {true, false}) {
+    std::vector<double> ratios;
+    int learned = 0;
+    std::string line;
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+      std::unique_ptr<Optimizer> opt;
+      if (attention)
+        opt = std::make_unique<RlOptimizer>(w.context(seed, budget));
+      else
+        opt = std::make_unique<RlNoAttnOptimizer>(w.context(seed, budget));
+      const RunLog log = drive(std::move(opt), w.space, budget, optimum);
+      ratios.push_back(log.best / optimum);
+      long to_99 = 0;
+      const auto& anytime = log.runner->anytime();
+      while (to_99 < static_cast<long>(anytime.size()) && anytime[static_cast<std::size_t>(to_99)] < 0.99 * optimum)
+        ++to_99;
+      RlPolicy initial(16, attention, seed);
+      initial.bind(w.space);
+      const double before = quality(initial, {}), after = quality(log.rl().policy(), log.rl().elite_tokens());
+      learned += after > before + 0.1;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    " seed %d: best %.4f (99%% after %ld evaluations), policy's mean quality %.3f → %.3f;",
+                    static_cast<int>(seed), ratios.back(), to_99 + 1, before, after);
+      line += buf;
+    }
+    std::sort(ratios.begin(), ratios.end());
+    MESSAGE(std::string(attention ? "rl" : "rl-noattn")
+            << " on " << w.space.canonical_size() << " plans, budget " << budget << ", Megatron portfolio "
+            << portfolio_best / optimum << ":" << line);
+    CHECK(ratios[2] >= 0.99);
+    CHECK(learned == 5);
+  }
+}
