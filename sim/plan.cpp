@@ -192,6 +192,14 @@ Dtypes default_dtypes(const ModelSpec& model) {
   return d;
 }
 
+Plan default_plan(const ModelSpec& model) {
+  Plan p;
+  const PlanDefaults d = plan_defaults(model);
+  p.dtypes = d.dtypes;
+  p.batch.max_context = d.max_context;
+  return p;
+}
+
 PlanDefaults plan_defaults(const ModelSpec& model) {
   PlanDefaults d;
   d.dtypes = default_dtypes(model);

@@ -83,6 +83,9 @@ struct PlanDefaults {
   int max_context = 8192;        // min(8192, the model's max positions)
 };
 PlanDefaults plan_defaults(const ModelSpec& model);
+// A plan with everything at its default for `model` (Megatron sharding, default batching, the
+// model's dtypes and max_context); degrees all 1. The search's base plan.
+Plan default_plan(const ModelSpec& model);
 // Default dtypes for a model: weights in the model's native format when it is fp8 / mxfp4.
 Dtypes default_dtypes(const ModelSpec& model);
 

@@ -14,6 +14,7 @@
 #include "optimizers/annealing.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/optimizer.hpp"
+#include "tests/search_fixtures.hpp"
 #include "optimizers/search_space.hpp"
 #include "sim/plan.hpp"
 #include "topologies/cluster.hpp"
@@ -23,102 +24,15 @@ using namespace shardsim;
 
 namespace {
 
-Plan base_plan(const ModelSpec& m) {
-  Plan p;
-  auto d = plan_defaults(m);
-  p.dtypes = d.dtypes;
-  p.batch.max_context = d.max_context;
-  return p;
-}
+using namespace shardsim::testing;
 
-// Mixtral-8x7B on two DGX-H100 nodes (16 GPUs), the Megatron portfolio encoded, and a fake scorer.
-struct Setup {
-  explicit Setup(SpaceOptions o = {})
-      : model(load_model("mixtral-8x7b")), cluster(load_cluster("dgx-h100:2")), base(base_plan(model)),
-        space(model, cluster, base, o) {
-    for (const auto& r : megatron_portfolio(model, cluster, base)) {
-      Genes g;
-      if (space.encode(r.plan, g)) portfolio.push_back(g);
-    }
-  }
-  OptimizerContext context(std::uint64_t seed, long budget, const OptimizerParams* params = nullptr,
-                           bool with_portfolio = true) const {
-    return OptimizerContext{&space, seed, budget, with_portfolio ? portfolio : std::vector<Genes>{}, params};
-  }
-  ModelSpec model;
-  Cluster cluster;
-  Plan base;
-  SearchSpace space;
-  std::vector<Genes> portfolio;
-};
-
-double log2i(int v) { return std::log2(static_cast<double>(v)); }
-
-// The same synthetic objective as tests/genetic_test.cpp: smooth in the log-degrees around tp = 2,
-// attn_dp = 2, pp = 1, ep = 4, etp = 1, a bonus for sequence parallelism, and per-operator sharding
-// preferences of 0.5–4%. Infeasible plans (check_plan) get Deb's violation score.
-Score fake_score(const SearchSpace& space, const Genes& g) {
-  PlanCheck chk = space.check(g);
-  if (!chk.feasible()) return infeasible_score(chk);
-  const Plan p = space.decode(g);
-  const Degrees& d = p.deg;
-  double f = 1000 * std::exp(-0.08 * std::pow(log2i(d.tp) - 1, 2) - 0.05 * std::pow(log2i(d.attn_dp) - 1, 2) -
-                             0.10 * log2i(d.pp) - 0.06 * std::pow(log2i(d.ep) - 2, 2) - 0.04 * log2i(d.etp));
-  if (d.sp > 1) f *= 1.02;
-  for (int i = 0; i < kNumOps; ++i) {
-    const Op op = static_cast<Op>(i);
-    const auto& allowed = allowed_shards(op);
-    const int n = static_cast<int>(allowed.size());
-    const int choice = static_cast<int>(std::find(allowed.begin(), allowed.end(), p.shard(op)) - allowed.begin());
-    const int preferred = (i * 7 + 1) % n;
-    const double weight = 0.005 + 0.005 * (i % 8);
-    f *= 1 - weight * std::abs(choice - preferred);
-  }
-  Score s;
-  s.feasible = true;
-  s.objective = f;
-  return s;
-}
-
-using Scorer = std::function<Score(const Genes&)>;
-
-// Runs `opt` through the budget wrapper, scoring with `score` (default: fake_score); returns every
-// proposed genome. `evals_to` (optional) gets the evaluations spent until the best feasible
-// objective first reached `target` (−1 if never).
-std::vector<Genes> drive(const Setup& s, std::unique_ptr<Optimizer> opt, long budget, double* best = nullptr,
-                         const Scorer& score = {}, double target = 0, long* evals_to = nullptr) {
-  BudgetedOptimizer b("sa", std::move(opt), s.space, budget);
-  std::vector<Genes> log;
-  while (!b.done()) {
-    auto batch = b.ask();
-    if (batch.empty()) break;
-    std::vector<Evaluated> results;
-    for (const auto& g : batch) {
-      CHECK(s.space.in_range(g));
-      log.push_back(g);
-      results.push_back({g, score ? score(g) : fake_score(s.space, g)});
-    }
-    b.tell(results);
-  }
-  CHECK(b.used() <= budget);
-  if (best) *best = b.best() && b.best()->score.feasible ? b.best()->score.objective : 0;
-  if (evals_to) {
-    const auto& curve = b.anytime();
-    auto it = std::find_if(curve.begin(), curve.end(), [&](double f) { return f >= target; });
-    *evals_to = it == curve.end() ? -1 : static_cast<long>(it - curve.begin()) + 1;
-  }
-  return log;
+template <class... Args>
+std::vector<Genes> drive(const Setup& s, Args&&... args) {
+  return shardsim::testing::drive("sa", s, std::forward<Args>(args)...);
 }
 
 std::string field_of(const std::string& params_text, const Setup& s) {
-  OptimizerParams params = OptimizerParams::parse(params_text, "--param");
-  try {
-    AnnealingOptimizer opt(s.context(1, 100, &params));
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find(params_text.substr(params_text.find('=') + 1)) != std::string::npos);
-    return e.field();
-  }
-  return "no error";
+  return param_error_field<AnnealingOptimizer>(s, params_text);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "optimizers/optimizer.hpp"
 #include "optimizers/rl_optimizer.hpp"
 #include "optimizers/rl_policy.hpp"
+#include "tests/search_fixtures.hpp"
 #include "optimizers/search_space.hpp"
 #include "sim/plan.hpp"
 #include "sim/plan_check.hpp"
@@ -29,35 +30,7 @@ using namespace shardsim;
 
 namespace {
 
-// A model on a cluster, its search space and its Megatron portfolio (encoded).
-struct World {
-  World(const std::string& model_name, const std::string& cluster_spec, SpaceOptions o = {})
-      : model(load_model(model_name)),
-        cluster(load_cluster(cluster_spec)),
-        base(make_base(model)),
-        space(model, cluster, base, o) {
-    for (const auto& r : megatron_portfolio(model, cluster, base)) {
-      Genes g;
-      if (space.encode(r.plan, g)) portfolio.push_back(g);
-    }
-  }
-  static Plan make_base(const ModelSpec& m) {
-    Plan p;
-    const PlanDefaults d = plan_defaults(m);
-    p.dtypes = d.dtypes;
-    p.batch.max_context = d.max_context;
-    return p;
-  }
-  OptimizerContext context(std::uint64_t seed, long budget, const OptimizerParams* params = nullptr,
-                           bool with_portfolio = true) const {
-    return OptimizerContext{&space, seed, budget, with_portfolio ? portfolio : std::vector<Genes>{}, params};
-  }
-  ModelSpec model;
-  Cluster cluster;
-  Plan base;
-  SearchSpace space;
-  std::vector<Genes> portfolio;
-};
+using World = shardsim::testing::SearchWorld;
 
 double lg(int v) { return std::log2(static_cast<double>(v)); }
 

@@ -18,14 +18,6 @@ using namespace shardsim;
 
 namespace {
 
-Plan base_plan(const ModelSpec& m) {
-  Plan p;
-  PlanDefaults d = plan_defaults(m);
-  p.dtypes = d.dtypes;
-  p.batch.max_context = d.max_context;
-  return p;
-}
-
 // Visits every raw genome of a (small) space.
 void for_each_raw(const SearchSpace& s, const std::function<void(const Genes&)>& f) {
   Genes g(static_cast<std::size_t>(s.num_decisions()), 0);
@@ -46,7 +38,7 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
   SpaceOptions o;
   o.mapping = false;
   o.batching = false;
-  SearchSpace s(m, *c, base_plan(m), o);
+  SearchSpace s(m, *c, default_plan(m), o);
   // Raw genomes: 4^3 factor genes × 4 etp splits × 2 sp × 2·3·2·3·3·3·2 sharding genes.
   CHECK(s.raw_size() == doctest::Approx(64.0 * 4 * 2 * 648));
   std::map<std::string, Plan> by_key;
@@ -79,7 +71,7 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
 TEST_CASE("space: encode inverts decode on canonical genomes; equal primes are interchangeable") {
   ModelSpec m = load_model("deepseek-v3");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:4")));
-  SearchSpace s(m, *c, base_plan(m));
+  SearchSpace s(m, *c, default_plan(m));
   Rng rng("test", 7);
   for (int i = 0; i < 300; ++i) {
     Genes g = s.random([&] { return rng.next(); });
@@ -101,7 +93,7 @@ TEST_CASE("space: repair moves an invalid genome to a valid plan") {
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:8")));
   SpaceOptions o;
   o.sharding = o.mapping = o.batching = false;
-  SearchSpace s(m, *c, base_plan(m), o);
+  SearchSpace s(m, *c, default_plan(m), o);
   // Every factor to dp: one GPU holds all 671B parameters → memory overflow.
   Genes all_dp(static_cast<std::size_t>(s.num_decisions()), 0);
   for (int i = 0; i < 6; ++i) all_dp[static_cast<std::size_t>(i)] = 3;
@@ -118,7 +110,7 @@ TEST_CASE("space: repair moves an invalid genome to a valid plan") {
 TEST_CASE("space: valid_values masks tp beyond the NVLink domain and pp beyond the layers") {
   ModelSpec m = load_model("mixtral-8x7b");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:4")));
-  SearchSpace s(m, *c, base_plan(m));
+  SearchSpace s(m, *c, default_plan(m));
   Genes g(static_cast<std::size_t>(s.num_decisions()), 0);  // factors 1–3 → tp = 8
   auto ok = s.valid_values(3, g);
   CHECK(ok[0] == 0);  // a fourth ×2 on tp would make tp = 16 > 8 GPUs per node
@@ -144,7 +136,7 @@ TEST_CASE("space: block lists parse, and bad ones are refused naming the block")
 TEST_CASE("portfolio: the rules give classic Megatron for a dense model and wide EP for DeepSeek") {
   ModelSpec llama = load_model("llama3-70b");
   std::unique_ptr<Cluster> two(new Cluster(load_cluster("dgx-h100:2")));
-  auto dense = megatron_portfolio(llama, *two, base_plan(llama));
+  auto dense = megatron_portfolio(llama, *two, default_plan(llama));
   REQUIRE_FALSE(dense.empty());
   CHECK(dense.front().rule == "H1 TP-max");
   CHECK(dense.front().plan.deg.tp == 8);
@@ -154,7 +146,7 @@ TEST_CASE("portfolio: the rules give classic Megatron for a dense model and wide
   }
   ModelSpec ds = load_model("deepseek-v3");
   std::unique_ptr<Cluster> big(new Cluster(load_cluster("dgx-h100:32")));
-  auto moe = megatron_portfolio(ds, *big, base_plan(ds));
+  auto moe = megatron_portfolio(ds, *big, default_plan(ds));
   std::set<std::string> rules;
   for (const auto& r : moe) {
     rules.insert(r.rule.substr(0, 2));
@@ -166,6 +158,6 @@ TEST_CASE("portfolio: the rules give classic Megatron for a dense model and wide
   CHECK(rules.count("H5"));
   CHECK(rules.count("H6"));
   // Every rule plan has a genome in the full space.
-  SearchSpace s(ds, *big, base_plan(ds));
+  SearchSpace s(ds, *big, default_plan(ds));
   CHECK(portfolio_genes(s).size() == moe.size());
 }

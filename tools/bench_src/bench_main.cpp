@@ -138,9 +138,7 @@ static void bench_search() {
   in.routing = routing.get();
   in.serving.offline = true;
   ServingEvaluator eval(in);
-  Plan base;
-  base.dtypes = plan_defaults(m).dtypes;
-  base.batch.max_context = plan_defaults(m).max_context;
+  Plan base = default_plan(m);
   SearchSpace space(m, c, base);
   auto rules = portfolio_genes(space);
   SearchSettings st;

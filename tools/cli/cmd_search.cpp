@@ -147,10 +147,7 @@ void run(const SearchOptions& opt) {
   ServingOptions so = L.serving;
   so.offline = opt.in.offline || (opt.objective == "throughput" && !opt.online);
 
-  Plan base;
-  PlanDefaults d = plan_defaults(L.model);
-  base.dtypes = d.dtypes;
-  base.batch.max_context = d.max_context;
+  Plan base = default_plan(L.model);
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);
   SearchSpace space(L.model, *L.cluster, base, parse_space_options(opt.space, "--space"));
 

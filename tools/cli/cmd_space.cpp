@@ -26,10 +26,7 @@ struct SpaceCmdOptions {
 void run(const SpaceCmdOptions& opt) {
   ModelSpec model = load_model(opt.model);
   std::unique_ptr<Cluster> cluster(new Cluster(load_cluster(opt.cluster)));
-  Plan base;
-  PlanDefaults d = plan_defaults(model);
-  base.dtypes = d.dtypes;
-  base.batch.max_context = d.max_context;
+  Plan base = default_plan(model);
   if (!opt.base.empty()) base = load_plan(opt.base, model, *cluster);
   SearchSpace space(model, *cluster, base, parse_space_options(opt.space, "--space"));
   std::ostream& o = std::cout;
