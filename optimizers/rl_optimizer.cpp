@@ -18,6 +18,7 @@ struct Settings {
   int elite, per_degree, batch, dim, retries;
   bool dim_given;
   double lr, entropy, risk, imitate;
+  double copy = 1;  // initial β of a fresh policy
   bool rank_shaping;
   bool seed_portfolio;
   std::string policy_in;
@@ -41,6 +42,7 @@ Settings read_settings(const OptimizerParams* p, const std::string& name) {
   s.entropy = real("entropy", 0.05, 0, 10);
   s.risk = real("risk", 1, 0.01, 1);
   s.imitate = real("imitate", 0.5, 0, 100);
+  s.copy = real("copy", 1, 0, 100);
   const std::string shaping = p ? p->text(name, "shaping", "rank") : "rank";
   if (shaping != "rank" && shaping != "zscore")
     throw InputError("--param", name + ".shaping", "\"" + shaping + "\" is not rank or zscore");
@@ -54,6 +56,7 @@ RlPolicy make_policy(const Settings& s, const OptimizerContext& ctx, const std::
   if (s.policy_in.empty()) {
     RlPolicy p(s.dim, attention, ctx.seed);
     p.bind(*ctx.space);
+    p.set_copy_weight(s.copy);
     return p;
   }
   std::ifstream in(s.policy_in, std::ios::binary);

@@ -25,7 +25,8 @@
 //    step (`lr`). Portfolio plans only feed the elite history.
 // Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
-//   retries 20, policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
+//   retries 20, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
+//   policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
 //   is refused; entries the space needs and the file lacks are initialised from the seed).
 // Determinism: proposals depend only on ctx.seed (streams "rl"/"rl-noattn" and the policy's
 //   initialisation) and the scores told.

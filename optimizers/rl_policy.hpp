@@ -142,6 +142,8 @@ class RlPolicy {
   // Creates the entries `space` needs that are missing and lays out its decisions. REQUIRES before
   // any method below; `space` must outlive the policy (or the next bind).
   void bind(const SearchSpace& space);
+  // Sets β, the weight of the copy-an-elite's-choice term (initially 1).
+  void set_copy_weight(double beta) { params_[beta_](0, 0) = beta; }
 
   int dim() const { return dim_; }
   bool attention() const { return attention_; }
