@@ -172,7 +172,7 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
   if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
   (void)rules;
   json runs = json::array();
-  std::string csv = "optimizer,seed,evaluation,best_so_far\n";
+  std::string csv = "optimizer,seed,evaluation,best_so_far,objective,feasible\n";
   for (const auto& r : out.runs) {
     json j = {{"optimizer", r.optimizer},
               {"seed", r.seed},
@@ -193,7 +193,9 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
     }
     runs.push_back(j);
     for (std::size_t i = 0; i < r.anytime.size(); ++i)
-      csv += r.optimizer + "," + std::to_string(r.seed) + "," + std::to_string(i + 1) + "," + fmt("%.6g", r.anytime[i]) + "\n";
+      csv += r.optimizer + "," + std::to_string(r.seed) + "," + std::to_string(i + 1) + "," + fmt("%.6g", r.anytime[i]) +
+             "," + fmt("%.6g", i < r.history.size() && r.history[i].score.feasible ? r.history[i].score.objective : 0.0) +
+             "," + (i < r.history.size() && r.history[i].score.feasible ? "1" : "0") + "\n";
   }
   json optimizers = json::array();
   for (const auto& s : rep.optimizers)
