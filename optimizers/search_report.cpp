@@ -54,6 +54,9 @@ std::string plan_difference(const Plan& a, const Plan& b) {
   return s.empty() ? "the same plan" : s;
 }
 
+// Distinct line colours for the optimizers (a colour-blind-safe qualitative palette).
+const std::vector<std::string> kColours = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#7f7f7f"};
+
 json opt_number(double x) { return x < 0 ? json(nullptr) : json(x); }
 
 }  // namespace
@@ -234,7 +237,7 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
   gp << "# anytime curves: best-so-far vs evaluations (gnuplot anytime.gp writes anytime.png)\n"
      << "set terminal png size 900,540\nset output 'anytime.png'\n"
      << "set datafile separator ','\nset key bottom right\nset xlabel 'evaluations'\nset ylabel '" << unit
-     << " (best so far)'\nset grid\nset xrange [1:" << std::max<long>(2, budget) << "]\n";
+     << " (best so far)'\nset grid\nset offsets 0, 0, graph 0.05, graph 0.02\nset xrange [1:" << std::max<long>(2, budget) << "]\n";
   std::vector<std::string> names;
   for (const auto& s : rep.optimizers) names.push_back(s.optimizer);
   gp << "plot ";
@@ -251,7 +254,7 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
     for (const auto& r : out.runs) {
       if (r.optimizer != names[k]) continue;
       gp << (first ? "" : ", \\\n     ") << "'anytime.csv' using 3:(strcol(1) eq '" << r.optimizer
-         << "' && $2 == " << r.seed << " ? $4 : 1/0) with lines lc " << (k + 1) << " lw 1.5 "
+         << "' && $2 == " << r.seed << " ? $4 : 1/0) with lines lc rgb '" << kColours[k % kColours.size()] << "' lw 1.5 "
          << (label ? "title '" + r.optimizer + "'" : std::string("notitle"));
       first = false, label = false;
     }
