@@ -34,18 +34,13 @@ double temperature_for(const std::vector<double>& deltas, double target) {
 
 AnnealingOptimizer::AnnealingOptimizer(const OptimizerContext& ctx)
     : space_(*ctx.space), budget_(std::max<long>(1, ctx.budget)), rng_("sa", ctx.seed) {
-  const OptimizerParams* p = ctx.params;
-  auto integer = [p](const char* key, long fallback, long lo, long hi) {
-    return p ? p->integer("sa", key, fallback, lo, hi) : fallback;
-  };
-  auto real = [p](const char* key, double fallback, double lo, double hi) {
-    return p ? p->real("sa", key, fallback, lo, hi) : fallback;
-  };
+  auto integer = [&](const char* key, long fallback, long lo, long hi) { return ctx.integer("sa", key, fallback, lo, hi); };
+  auto real = [&](const char* key, double fallback, double lo, double hi) { return ctx.real("sa", key, fallback, lo, hi); };
   batch_ = static_cast<int>(integer("batch", 4, 1, 256));
   macro_ = real("macro", 0.05, 0, 1);
   restart_ = real("restart", 0.1, 0.001, 1);
   t0_param_ = 0;
-  if (p && p->text("sa", "t0", "auto") != "auto") t0_param_ = real("t0", 0, 1e-9, 1e9);
+  if (ctx.text("sa", "t0", "auto") != "auto") t0_param_ = real("t0", 0, 1e-9, 1e9);
   t0_ = t0_param_;
   const bool seed_portfolio = integer("seed_portfolio", 1, 0, 1) == 1;
 

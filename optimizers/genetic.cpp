@@ -16,13 +16,8 @@ bool by_deb(const Evaluated& a, const Evaluated& b) { return better(a.score, b.s
 }  // namespace
 
 GeneticOptimizer::GeneticOptimizer(const OptimizerContext& ctx) : space_(*ctx.space), rng_("ga", ctx.seed) {
-  const OptimizerParams* p = ctx.params;
-  auto integer = [p](const char* key, long fallback, long lo, long hi) {
-    return p ? p->integer("ga", key, fallback, lo, hi) : fallback;
-  };
-  auto real = [p](const char* key, double fallback, double lo, double hi) {
-    return p ? p->real("ga", key, fallback, lo, hi) : fallback;
-  };
+  auto integer = [&](const char* key, long fallback, long lo, long hi) { return ctx.integer("ga", key, fallback, lo, hi); };
+  auto real = [&](const char* key, double fallback, double lo, double hi) { return ctx.real("ga", key, fallback, lo, hi); };
   population_ = static_cast<int>(integer("population", 32, 4, 4096));
   tournament_ = static_cast<int>(integer("tournament", 3, 2, 16));
   elite_ = static_cast<int>(integer("elite", 2, 0, population_ - 1));

@@ -59,6 +59,17 @@ struct OptimizerContext {
   long budget = 0;                       // evaluations this run may spend
   std::vector<Genes> portfolio;          // the Megatron rule plans, encoded (may be empty)
   const OptimizerParams* params = nullptr;
+
+  // The optimizer's settings: params' checked getters, or the fallback when params is null.
+  long integer(const std::string& optimizer, const std::string& key, long fallback, long lo, long hi) const {
+    return params ? params->integer(optimizer, key, fallback, lo, hi) : fallback;
+  }
+  double real(const std::string& optimizer, const std::string& key, double fallback, double lo, double hi) const {
+    return params ? params->real(optimizer, key, fallback, lo, hi) : fallback;
+  }
+  std::string text(const std::string& optimizer, const std::string& key, const std::string& fallback) const {
+    return params ? params->text(optimizer, key, fallback) : fallback;
+  }
 };
 
 class Optimizer {

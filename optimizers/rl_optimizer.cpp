@@ -24,31 +24,29 @@ struct Settings {
   std::string policy_in;
 };
 
-Settings read_settings(const OptimizerParams* p, const std::string& name) {
+Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
   auto integer = [&](const char* key, long fallback, long lo, long hi) {
-    return static_cast<int>(p ? p->integer(name, key, fallback, lo, hi) : fallback);
+    return static_cast<int>(ctx.integer(name, key, fallback, lo, hi));
   };
-  auto real = [&](const char* key, double fallback, double lo, double hi) {
-    return p ? p->real(name, key, fallback, lo, hi) : fallback;
-  };
+  auto real = [&](const char* key, double fallback, double lo, double hi) { return ctx.real(name, key, fallback, lo, hi); };
   Settings s;
   s.elite = integer("elite", 16, 1, 1024);
   s.per_degree = integer("per_degree", 3, 1, 1024);
   s.retries = integer("retries", 20, 0, 1000);
   s.batch = integer("batch", 16, 2, 4096);
-  s.dim_given = p && !p->text(name, "dim", "").empty();
+  s.dim_given = !ctx.text(name, "dim", "").empty();
   s.dim = integer("dim", 16, 2, 256);
   s.lr = real("lr", 0.05, 1e-6, 10);
   s.entropy = real("entropy", 0.05, 0, 10);
   s.risk = real("risk", 1, 0.01, 1);
   s.imitate = real("imitate", 0.5, 0, 100);
   s.copy = real("copy", 1, 0, 100);
-  const std::string shaping = p ? p->text(name, "shaping", "rank") : "rank";
+  const std::string shaping = ctx.text(name, "shaping", "rank");
   if (shaping != "rank" && shaping != "zscore")
     throw InputError("--param", name + ".shaping", "\"" + shaping + "\" is not rank or zscore");
   s.rank_shaping = shaping == "rank";
   s.seed_portfolio = integer("seed_portfolio", 1, 0, 1) == 1;
-  s.policy_in = p ? p->text(name, "policy_in", "") : "";
+  s.policy_in = ctx.text(name, "policy_in", "");
   return s;
 }
 
@@ -76,7 +74,7 @@ RlPolicy make_policy(const Settings& s, const OptimizerContext& ctx, const std::
 
 RlOptimizer::RlOptimizer(const OptimizerContext& ctx, const std::string& name, bool attention)
     : space_(*ctx.space), name_(name), policy_(1, attention, ctx.seed), adam_(0.05), rng_(name, ctx.seed) {
-  const Settings s = read_settings(ctx.params, name);
+  const Settings s = read_settings(ctx, name);
   elite_size_ = s.elite;
   per_degree_ = s.per_degree;
   batch_ = s.batch;

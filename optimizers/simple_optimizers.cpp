@@ -22,7 +22,7 @@ std::vector<Genes> MegatronOptimizer::ask(int n) {
 
 RandomOptimizer::RandomOptimizer(const OptimizerContext& ctx)
     : space_(*ctx.space), rng_("random", ctx.seed),
-      batch_(static_cast<int>(ctx.params ? ctx.params->integer("random", "batch", 8, 1, 4096) : 8)) {}
+      batch_(static_cast<int>(ctx.integer("random", "batch", 8, 1, 4096))) {}
 
 std::vector<Genes> RandomOptimizer::ask(int n) {
   std::vector<Genes> out;
@@ -40,13 +40,17 @@ std::vector<Genes> RandomOptimizer::ask(int n) {
 
 ExhaustiveOptimizer::ExhaustiveOptimizer(const OptimizerContext& ctx) {
   const double size = ctx.space->canonical_size();
-  const long limit = ctx.params ? ctx.params->integer("exhaustive", "limit", 2'000'000, 1, 100'000'000) : 2'000'000;
-  if (size > static_cast<double>(ctx.budget) || size > static_cast<double>(limit)) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than the budget of %ld%s", size, ctx.budget,
-                  size > static_cast<double>(limit) ? " (and the enumeration limit)" : "");
+  const long limit = ctx.integer("exhaustive", "limit", kExhaustiveLimit, 1, 100'000'000);
+  char buf[160];
+  if (size > static_cast<double>(ctx.budget)) {
+    std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than the budget of %ld", size, ctx.budget);
     throw InputError("--optimizers", "exhaustive",
                      std::string(buf) + "; raise --budget or search fewer blocks (--space degrees,sharding)");
+  }
+  if (size > static_cast<double>(limit)) {
+    std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than exhaustive.limit=%ld", size, limit);
+    throw InputError("--optimizers", "exhaustive",
+                     std::string(buf) + " (search fewer blocks with --space, or raise --param exhaustive.limit=N)");
   }
   ctx.space->for_each_canonical([this](const Genes& g) {
     all_.push_back(g);

@@ -4,7 +4,8 @@
 //   random      uniform genomes (canonicalised), never the same canonical plan twice per run
 //               (up to 50 redraws, then it accepts a repeat).
 //   exhaustive  every canonical genome in a fixed order; refuses (InputError) when the space has
-//               more canonical genomes than its budget, saying the space size.
+//               more canonical genomes than its budget or than exhaustive.limit (default
+//               kExhaustiveLimit), saying the space size. Its budget is normally the space size.
 // Thread-safety: one thread at a time (Optimizer contract).
 #pragma once
 
@@ -41,6 +42,8 @@ class RandomOptimizer : public Optimizer {
   int batch_;
   std::set<std::string> seen_;
 };
+
+inline constexpr long kExhaustiveLimit = 50'000;
 
 class ExhaustiveOptimizer : public Optimizer {
  public:

@@ -166,15 +166,9 @@ void run(const SearchOptions& opt) {
     if (n == "megatron") {
       runs.push_back({n, 1, static_cast<long>(std::max<std::size_t>(1, rules.size()))});
     } else if (n == "exhaustive") {
-      const long limit = params.integer("exhaustive", "limit", 50'000, 1, 100'000'000);
+      // Its budget is the whole space; it refuses a space beyond exhaustive.limit itself.
       const double size = space.canonical_size();
-      if (size > static_cast<double>(limit)) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than exhaustive.limit=%ld", size, limit);
-        throw InputError("--optimizers", "exhaustive",
-                         std::string(buf) + " (search fewer blocks with --space, or raise --param exhaustive.limit=N)");
-      }
-      runs.push_back({n, 1, static_cast<long>(size)});
+      runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15))});
     } else {
       for (int s = 1; s <= opt.seeds; ++s) runs.push_back({n, static_cast<std::uint64_t>(s), 0});
     }
