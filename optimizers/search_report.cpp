@@ -168,12 +168,11 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
 }
 
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
-                          const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
-                          const std::string& summary_md, long budget) {
+                          const SearchSpace& space, const std::string& unit, const std::string& summary_md,
+                          long budget) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
-  (void)rules;
   json runs = json::array();
   std::string csv = "optimizer,seed,evaluation,best_so_far,objective,feasible\n";
   for (const auto& r : out.runs) {

@@ -50,7 +50,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
 // Writes DIR/{results.json, anytime.csv, summary.md, anytime.gp, best-plan.json}; `inputs` is
 // recorded in results.json as given. Creates DIR if needed.
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
-                          const SearchSpace& space, const std::vector<RuleGenes>& rules, const std::string& unit,
-                          const std::string& summary_md, long budget);
+                          const SearchSpace& space, const std::string& unit, const std::string& summary_md,
+                          long budget);
 
 }  // namespace shardsim

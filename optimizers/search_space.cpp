@@ -276,7 +276,6 @@ Plan SearchSpace::decode(const Genes& raw) const {
 
 bool SearchSpace::encode(const Plan& plan, Genes& out) const {
   out.assign(decisions_.size(), 0);
-  bool exact = true;
   if (options_.degrees) {
     // Hand out the primes: each dimension takes the primes its degree needs, smallest first.
     std::array<int, 4> left{plan.deg.tp, plan.deg.attn_dp, plan.deg.pp, plan.deg.dp};
@@ -317,7 +316,7 @@ bool SearchSpace::encode(const Plan& plan, Genes& out) const {
     }
   }
   out = canonical(out);
-  return exact;
+  return true;
 }
 
 Genes SearchSpace::canonical(const Genes& in) const {

@@ -156,7 +156,7 @@ TEST_CASE("driver: a search on the real evaluator writes results a user can feed
   std::string md = summary_markdown(rep, out, space, rules, eval.objective_unit(), "test", st.budget);
   CHECK(md.find("| megatron | 1 |") != std::string::npos);
   auto dir = std::filesystem::temp_directory_path() / ("shardsim-search-" + std::to_string(::getpid()));
-  write_search_outputs(dir.string(), json{{"test", true}}, rep, out, space, rules, eval.objective_unit(), md, st.budget);
+  write_search_outputs(dir.string(), json{{"test", true}}, rep, out, space, eval.objective_unit(), md, st.budget);
   for (const char* f : {"results.json", "anytime.csv", "summary.md", "anytime.gp", "best-plan.json"})
     CHECK(std::filesystem::exists(dir / f));
   json results = json::parse(std::ifstream(dir / "results.json"));

@@ -209,7 +209,7 @@ void run(const SearchOptions& opt) {
                  {"objective", opt.objective},   {"optimizers", opt.optimizers}, {"budget", opt.budget},
                  {"seeds", opt.seeds},           {"threads", settings.threads}, {"space", opt.space},
                  {"params", opt.params},         {"base", opt.base}};
-  write_search_outputs(opt.out, inputs, rep, out, space, rules, evaluator.objective_unit(), md, opt.budget);
+  write_search_outputs(opt.out, inputs, rep, out, space, evaluator.objective_unit(), md, opt.budget);
   if (!opt.policy_out.empty()) {
     // The learned policy of the best RL run (rl before rl-noattn on ties).
     const RunRecord* best = nullptr;
