@@ -11,5 +11,8 @@
 namespace shardsim {
 
 void write_file_atomically(const std::string& path, std::string_view content);
+// Refuses, before any work is done, a path that write_file_atomically could not write: a
+// directory, or a file in a missing or unwritable directory. Throws InputError(path, "", reason).
+void check_output_path(const std::string& path);
 
 }  // namespace shardsim

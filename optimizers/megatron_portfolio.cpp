@@ -71,7 +71,7 @@ std::vector<RulePlan> megatron_portfolio(const ModelSpec& m, const Cluster& c, c
     return bytes;
   }();
   int m_min = 1;
-  while (m_min < n && weights / m_min > 0.7 * c.gpu().hbm_bytes * base.batch.mem_util) m_min *= 2;
+  while (m_min < n && weights / m_min > 0.7 * usable_bytes(base.engine, c.gpu().hbm_bytes, 0)) m_min *= 2;
   int tp_min = valid.back();
   for (int t : valid)
     if (t >= std::min(m_min, g)) {

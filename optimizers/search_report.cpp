@@ -47,8 +47,8 @@ std::string plan_difference(const Plan& a, const Plan& b) {
       d.push_back(std::string(to_string(static_cast<Op>(i))) + " " + to_string(b.sharding[static_cast<std::size_t>(i)]) +
                   "→" + to_string(a.sharding[static_cast<std::size_t>(i)]));
   if (a.mapping != b.mapping) d.push_back("mapping changed");
-  deg("max_seqs", a.batch.max_seqs, b.batch.max_seqs);
-  deg("max_batch_tokens", a.batch.max_batch_tokens, b.batch.max_batch_tokens);
+  deg("max_seqs", a.engine.max_seqs, b.engine.max_seqs);
+  deg("max_batch_tokens", a.engine.max_batch_tokens, b.engine.max_batch_tokens);
   std::string s;
   for (const auto& x : d) s += (s.empty() ? "" : ", ") + x;
   return s.empty() ? "the same plan" : s;

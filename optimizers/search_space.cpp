@@ -262,10 +262,12 @@ Plan SearchSpace::decode(const Genes& raw) const {
     switch (dec.kind) {
       case Decision::Kind::Shard: p.sharding[static_cast<int>(dec.op)] = allowed_shards(dec.op)[static_cast<std::size_t>(v)]; break;
       case Decision::Kind::Mapping: p.mapping = all_mappings()[static_cast<std::size_t>(v)]; break;
-      case Decision::Kind::MaxSeqs: p.batch.max_seqs = max_seqs_values_[static_cast<std::size_t>(v)]; break;
+      case Decision::Kind::MaxSeqs:  // the gene is per attention group; the engine limit is per replica
+        p.engine.max_seqs = max_seqs_values_[static_cast<std::size_t>(v)] * p.deg.attn_dp;
+        break;
       case Decision::Kind::MaxBatchTokens:
-        p.batch.max_batch_tokens = max_tokens_values_[static_cast<std::size_t>(v)];
-        if (p.batch.prefill_chunk > p.batch.max_batch_tokens) p.batch.prefill_chunk = p.batch.max_batch_tokens;
+        p.engine.max_batch_tokens = max_tokens_values_[static_cast<std::size_t>(v)];
+        if (p.engine.prefill_chunk > p.engine.max_batch_tokens) p.engine.prefill_chunk = p.engine.max_batch_tokens;
         break;
       default: break;
     }
@@ -310,8 +312,8 @@ bool SearchSpace::encode(const Plan& plan, Genes& out) const {
         break;
       }
       case Decision::Kind::Mapping: v = mapping_index(plan.mapping); break;
-      case Decision::Kind::MaxSeqs: v = nearest_index(max_seqs_values_, plan.batch.max_seqs); break;
-      case Decision::Kind::MaxBatchTokens: v = nearest_index(max_tokens_values_, plan.batch.max_batch_tokens); break;
+      case Decision::Kind::MaxSeqs: v = nearest_index(max_seqs_values_, seqs_per_group(plan.engine, plan.deg.attn_dp)); break;
+      case Decision::Kind::MaxBatchTokens: v = nearest_index(max_tokens_values_, plan.engine.max_batch_tokens); break;
       default: break;
     }
   }

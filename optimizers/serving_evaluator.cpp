@@ -33,7 +33,7 @@ Score ServingEvaluator::evaluate(const Plan& plan) const {
     return s;
   }
   s.feasible = true;
-  s.objective = in_.objective == Objective::Throughput ? m.output_tok_s : m.goodput_req_s;
+  s.objective = in_.objective == Objective::Throughput ? m.steady_output_tok_s : m.goodput_req_s;
   return s;
 }
 

@@ -1,9 +1,9 @@
 // optimizers/serving_evaluator.hpp — the search's scorer: replay the trace under a plan at a
 // fidelity tier and return the objective.
 //
-// Owns: ServingEvaluator. Objectives: Throughput = generated tokens per second over the run
-// (MLPerf's tokens/s; the search replays offline by default, so this is the plan's capacity on
-// the trace); Goodput = requests per second meeting both SLOs. A plan that check_plan refuses
+// Owns: ServingEvaluator. Objectives: Throughput = steady-state generated tokens per second
+// (Metrics::steady_output_tok_s, MLPerf's tokens/s; the makespan rate when the run has no
+// saturated window; the search replays offline by default, so this is the plan's capacity); Goodput = requests per second meeting both SLOs. A plan that check_plan refuses
 // never reaches it (the driver scores it infeasible); a plan that must reject some requests
 // (prompt + output larger than its KV capacity) is infeasible with violation = the fraction of
 // requests rejected.

@@ -93,13 +93,22 @@ double tree_all_reduce(const Cluster& c, const std::vector<int>& gpus, double by
 double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
   double p = static_cast<double>(gpus.size());
   Hop h = hop(c, gpus[0], gpus[1], m);
-  return 2 * h.alpha + 2 * (p - 1) / p * bytes / (m.nvls_busbw_fraction * c.gpu().nvlink_bw);
+  return 2 * h.alpha + m.nvls_latency + 2 * (p - 1) / p * bytes / (m.nvls_busbw_fraction * c.gpu().nvlink_bw);
 }
 
 }  // namespace
 
+double call_latency(CollKind kind, const CollectiveModel& m) { return m.call_latency[static_cast<std::size_t>(kind)]; }
+
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo, const CollectiveModel& m) {
+  CollectiveTime t = algorithm_time(c, kind, gpus, bytes, algo, m);
+  if (t.seconds > 0) t.seconds += call_latency(kind, m);
+  return t;
+}
+
+CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
+                              CollAlgo algo, const CollectiveModel& m) {
   CollectiveTime out{0, algo};
   if (gpus.size() <= 1 || bytes <= 0) return out;
   if (kind == CollKind::AllToAll) {
@@ -107,7 +116,7 @@ CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vecto
     double p = static_cast<double>(gpus.size());
     std::vector<double> mat(gpus.size() * gpus.size(), bytes / p);
     for (std::size_t i = 0; i < gpus.size(); ++i) mat[i * gpus.size() + i] = 0;
-    return {all_to_all_time(c, gpus, mat, m), CollAlgo::Pairwise};
+    return {all_to_all_time(c, gpus, mat, m) - call_latency(kind, m), CollAlgo::Pairwise};
   }
   auto domains = by_domain(c, gpus);
   bool one_domain = domains.size() == 1;
@@ -203,7 +212,7 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
     double bytes = std::max(nic_out.count(key) ? nic_out[key] : 0.0, nic_in.count(key) ? nic_in[key] : 0.0);
     if (net_bw > 0) worst = std::max(worst, bytes / net_bw);
   }
-  return latency + worst;
+  return call_latency(CollKind::AllToAll, m) + latency + worst;
 }
 
 double p2p_time(const Cluster& c, int src, int dst, double bytes, const CollectiveModel& m) {

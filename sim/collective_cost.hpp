@@ -15,10 +15,12 @@
 //                             (node, rail) carries all its node's bytes to rail-r GPUs elsewhere
 //                             and all bytes to its own GPU; NVLink carries intra-node and
 //                             forwarded bytes (a2a efficiency on NVLink)
+// Every call also pays CollectiveModel::call_latency of its kind (both executors).
 // Calibration constants and their sources: docs/validation.md. Units: bytes, seconds.
 // Thread-safety: pure functions of a const Cluster.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "sim/step_program.hpp"
@@ -28,7 +30,17 @@ namespace shardsim {
 class Cluster;
 
 struct CollectiveModel {
-  double step_overhead = 0.0;       // software overhead per algorithm step, seconds (on top of route latency)
+  // Fixed cost of one collective call (kernel launch, channel setup, the first chunk's pipeline
+  // fill), by CollKind: fitted to NCCL 2.29.2 nccl-tests on 8×H100 SXM (AIConfigurator's measured
+  // tables) from 1 KiB to 512 MiB; docs/validation.md. Added before the algorithm's own steps.
+  std::array<double, 4> call_latency{10.1e-6, 2.2e-6, 4.7e-6, 11.5e-6};  // all-reduce, reduce-scatter, all-gather, all-to-all
+  // NVLS (in-switch reduction) pays a further set-up cost: NCCL uses it only above a few MiB, and
+  // 1 MiB with NVLS forced takes ≈42 µs (Azure ND H100 v5 sweep) against 25 µs by ring.
+  double nvls_latency = 40e-6;
+  // Software overhead per algorithm step on top of the route latency (NCCL LL/LL128 protocol
+  // hand-off): with call_latency, fitted to 1 MiB all-reduces on 2 and 8 GPUs (the 2-GPU point
+  // separates the per-call from the per-step part).
+  double step_overhead = 0.41e-6;
   double nvls_busbw_fraction = 480.0 / 450.0;  // NVLS all-reduce bus bandwidth / NVLink bandwidth (8×H100: 480 GB/s)
   double a2a_nvlink_efficiency = 0.65;         // achieved fraction of NVLink bandwidth in all-to-all (797 µs @ 256 MiB)
   double nvls_min_bytes = 1 << 20;  // NCCL picks NVLS only for large messages
@@ -39,10 +51,16 @@ struct CollectiveTime {
   CollAlgo algo = CollAlgo::Auto;   // the algorithm used (resolved when asked for Auto)
 };
 
-// Time of a collective among `gpus` (cluster GPU ids) with `bytes` per rank (see step_program.hpp).
+// Fixed cost of one call of `kind`.
+double call_latency(CollKind kind, const CollectiveModel& m);
+// The algorithm's own time, without the call latency (what the SimGrid expansion simulates).
+CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
+                              CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
+// Time of a collective among `gpus` (cluster GPU ids) with `bytes` per rank (see step_program.hpp):
+// call latency + algorithm time.
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
-// Time of an all-to-all with a per-pair byte matrix (row = sender), p × p.
+// Time of an all-to-all with a per-pair byte matrix (row = sender), p × p, call latency included.
 double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
                        const CollectiveModel& m = {});
 // Time of a point-to-point transfer.

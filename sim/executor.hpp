@@ -1,7 +1,7 @@
 // sim/executor.hpp — the interface both executors implement, and what a step's execution reports.
 //
 // Owns: StepTiming (makespan, per-stage spans, the critical path's time by operation class,
-// communication exposed vs overlapped, expert-load imbalance), TimelineEvent (for Chrome traces),
+// communication busy and exposed per GPU, expert-load imbalance), TimelineEvent (for Chrome traces),
 // and StepExecutor, the one call the serving loop makes per step.
 // Thread-safety: executors declare it (STYLE.md §2): AnalyticExecutor is "constant" (one instance
 // shared by threads); the SimGrid executor is "none" and lives in worker processes.
@@ -25,16 +25,20 @@ struct TimelineEvent {
 };
 
 struct StepTiming {
+  // One step of one replica. "Per GPU" = averaged over the replica's ranks. Exact definitions:
+  // sim/schedule_summary.hpp. Invariants: Σ critical + idle_on_path = makespan;
+  // 0 ≤ comm_exposed ≤ comm_busy = Σ coll_by_kind.
   double makespan = 0;                                // seconds
   std::vector<double> stage_time;                     // per pipeline stage: first start → last end
   std::array<double, kNumOpClasses> critical{};       // seconds of the critical path by class
-  std::array<double, kNumOpClasses> busy{};           // op-seconds by class, averaged over ranks
-  double comm_busy = 0;                               // communication op-seconds averaged over ranks
-  double comm_exposed = 0;                            // communication seconds on the critical path
-  double expert_imbalance = 0;                        // Σ over MoE layers of (max − mean) expert time
-  double expert_time = 0;                             // Σ over MoE layers of the max expert time
-  std::array<double, 4> coll_by_kind{};               // rank-averaged op-seconds by CollKind; sends count in the AllToAll slot
+  std::array<double, kNumOpClasses> busy{};           // op-seconds by class, per GPU
+  double comm_busy = 0;                               // communication op-seconds, per GPU
+  double comm_exposed = 0;                            // per GPU: communication while that GPU's compute is idle
+  double expert_imbalance = 0;                        // Σ over MoE layers of (slowest − mean rank) expert time
+  double expert_time = 0;                             // Σ over MoE layers of the slowest rank's expert time
+  std::array<double, 4> coll_by_kind{};               // comm op-seconds per GPU by CollKind; sends count in the AllToAll slot
   double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
+  int kernels = 0;                                    // operations of the busiest rank (host launches without CUDA graphs)
 };
 
 class StepExecutor {

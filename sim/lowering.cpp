@@ -50,9 +50,12 @@ class Builder {
  public:
   explicit Builder(StepProgram& prog) : prog_(prog), cur_(prog.rank_gpu.size(), -1), extra_(prog.rank_gpu.size()) {}
 
-  int compute(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math) {
+  int compute(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math,
+              ComputeKind kernel = ComputeKind::Memory, double rows = 0) {
     StepOp op;
     op.type = OpType::Compute;
+    op.kernel = kernel;
+    op.rows = rows;
     op.cls = cls;
     op.layer = layer;
     op.stage = stage;
@@ -154,10 +157,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
   const double h = m.hidden;
   const double ab = bytes_of(plan_.dtypes.activations), wb = bytes_of(plan_.dtypes.weights),
                kvb = bytes_of(plan_.dtypes.kv);
-  const Dtype math = (plan_.dtypes.weights == Dtype::FP8 || plan_.dtypes.weights == Dtype::FP4) &&
-                             plan_.dtypes.activations == Dtype::FP8
-                         ? Dtype::FP8
-                         : Dtype::BF16;
+  const Dtype math = plan_.dtypes.math();
   const Lay R = d.sp > 1 ? Lay::Split : Lay::Full;  // residual-stream layout
 
   prog.clear();
@@ -241,18 +241,22 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
 
   // A two-matrix FFN (up: (mm−1)·F outputs, down: F → h) on `group` for `tokens`; returns the output layout.
   auto ffn = [&](int s, int layer, int group, const std::vector<int>& ranks, double tokens, double F, Shard up,
-                 Shard down, int ways, double active_weights_bytes, OpClass cls, OpClass comm_cls, Lay in) -> Lay {
+                 Shard down, int ways, double active_weights_bytes, OpClass cls, OpClass comm_cls, Lay in,
+                 ComputeKind kernel = ComputeKind::Gemm, double rows = -1) -> Lay {
+    if (rows < 0) rows = tokens;
     if (tokens <= 0) return in;
     Lay x = b.convert(in, need_of(up), group, tokens, h, ab, comm_cls, layer, s);
     for (int r : ranks)
       b.compute(r, cls, layer, s, 2 * tokens * h * F * (mm - 1) / div_of(up, ways),
-                active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab, math);
+                active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab, math,
+                kernel, rows);
     x = out_of(up);
     double width = x == Lay::Partial ? F * (mm - 1) : F;
     x = b.convert(x, need_of(down), group, tokens, width, ab, comm_cls, layer, s);
     for (int r : ranks)
       b.compute(r, cls, layer, s, 2 * tokens * F * h / div_of(down, ways),
-                active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math);
+                active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math,
+                kernel, rows);
     (void)x;
     return out_of(down);
   };
@@ -260,7 +264,8 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
   auto norm = [&](int s, int layer, int a, double tokens) {
     double share = R == Lay::Split ? tokens / tp : tokens;
     for (int t = 0; t < tp; ++t)
-      b.compute(rank(s, a * tp + t), OpClass::Norm, layer, s, 4 * share * h, 2 * share * h * ab + h * 2, Dtype::BF16);
+      b.compute(rank(s, a * tp + t), OpClass::Norm, layer, s, 4 * share * h, 2 * share * h * ab + h * 2, Dtype::BF16,
+                ComputeKind::Memory, share);
   };
 
   auto tp_ranks = [&](int s, int a) {
@@ -276,7 +281,8 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         if (T[a] <= 0) continue;
         Shard e = plan_.shard(Op::Embed);
         for (int r : tp_ranks(s, a))
-          b.compute(r, OpClass::Embedding, -1, s, 0, T[a] * h * (wb / div_of(e, tp) + ab), Dtype::BF16);
+          b.compute(r, OpClass::Embedding, -1, s, 0, T[a] * h * (wb / div_of(e, tp) + ab), Dtype::BF16, ComputeKind::Memory,
+                    T[a]);
         b.convert(out_of(e) == Lay::Split && e == Shard::Vocab ? Lay::Partial : out_of(e), R, tp_group[s][a], T[a], h, ab,
                   OpClass::TpComm, -1, s);
       }
@@ -303,24 +309,33 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
         double qkv_local = lw.attention - o_local;
         for (int r : ranks)
-          b.compute(r, OpClass::QkvProj, l, s, 2 * T[a] * qkv_local, qkv_local * wb + T[a] * h * ab * 2, math);
-        // Core attention over each sequence's context (causal inside the new tokens).
-        double flops = 0, bytes = 0;
+          b.compute(r, OpClass::QkvProj, l, s, 2 * T[a] * qkv_local, qkv_local * wb + T[a] * h * ab * 2, math,
+                    ComputeKind::Gemm, T[a]);
+        // Core attention over each sequence's context (causal inside the new tokens): one paged
+        // decode kernel for the decoding sequences, one prefill kernel for the prompt chunks.
+        double flops[2] = {0, 0}, bytes[2] = {0, 0}, kv_len[2] = {0, 0};
         for (const auto& sq : batch.groups[static_cast<std::size_t>(a)]) {
           double n = sq.new_tokens, c = sq.context;
-          bool absorbed = mla && n == 1;
+          int decode = n == 1 && c > 0 ? 1 : 0;
+          bool absorbed = mla && decode;
           double dqk = mla ? (absorbed ? m.kv_lora_rank + m.qk_rope_head_dim : m.qk_nope_head_dim + m.qk_rope_head_dim)
                            : m.head_dim;
           double dv = mla ? (absorbed ? m.kv_lora_rank : m.v_head_dim) : m.head_dim;
-          flops += 2 * n * (c + (n + 1) / 2) * heads_local * (dqk + dv);
-          bytes += (c + 2 * n) * kv_elems * kvb + n * heads_local * (dqk + dv) * ab;
+          double f = 2 * n * (c + (n + 1) / 2) * heads_local * (dqk + dv);
+          flops[decode] += f;
+          bytes[decode] += (c + 2 * n) * kv_elems * kvb + n * heads_local * (dqk + dv) * ab;
+          kv_len[decode] += f * (c + n);
         }
-        for (int r : ranks) b.compute(r, OpClass::Attention, l, s, flops, bytes, Dtype::BF16);
+        for (int k : {1, 0}) {
+          if (flops[k] <= 0) continue;
+          ComputeKind kind = k ? ComputeKind::DecodeAttention : ComputeKind::PrefillAttention;
+          for (int r : ranks) b.compute(r, OpClass::Attention, l, s, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
+        }
         Shard os = plan_.shard(Op::AttnOut);
         b.convert(attn_layout, need_of(os), tp_group[s][a], T[a], m.heads * v_dim, ab, OpClass::TpComm, l, s);
         for (int r : ranks)
           b.compute(r, OpClass::AttnOutProj, l, s, 2 * T[a] * o_local, o_local * wb + T[a] * (m.heads * v_dim / tp + h) * ab,
-                    math);
+                    math, ComputeKind::Gemm, T[a]);
         b.convert(out_of(os), R, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
       }
       // ---- FFN block ----
@@ -357,33 +372,41 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         Shard rs = plan_.shard(Op::Router);
         for (int r : ranks)
           b.compute(r, OpClass::Router, l, s, 2 * T[a] * h * m.experts / div_of(rs, tp),
-                    lw.router * wb + T[a] * h * ab, Dtype::BF16);
+                    lw.router * wb + T[a] * h * ab, Dtype::BF16, ComputeKind::Gemm, T[a]);
         if (rs == Shard::Column)
           b.convert(Lay::Split, Lay::Full, tp_group[s][a], T[a], m.experts, 4, OpClass::TpComm, l, s);
       }
       // Dispatch: token copies to the EP ranks of their experts (each expert-TP member gets a copy).
+      // With ep = 1 there is no expert parallelism: every rank of the unit is an expert-TP member
+      // of the one EP group, and those in the token's own attention group already hold it (Full
+      // after the router). Only copies to other attention groups move data — expert-TP traffic.
       const int j = moe_index_[l];
+      const bool no_ep = d.ep == 1;
       std::vector<double> recv(U, 0);
       int disp = -1, comb = -1;
       if (!routing.empty()) {
-        const auto& L = routing[static_cast<std::size_t>(j)];
-        std::vector<double> mat(L.dispatch.size());
-        for (std::size_t i = 0; i < mat.size(); ++i) mat[i] = L.dispatch[i] * h * ab;
+        std::vector<double> D = routing[static_cast<std::size_t>(j)].dispatch;
+        for (int src = 0; no_ep && src < U; ++src)
+          for (int dst = 0; dst < U; ++dst)
+            if (src / tp == dst / tp) D[static_cast<std::size_t>(src) * U + dst] = 0;
+        std::vector<double> mat(D.size());
+        for (std::size_t i = 0; i < mat.size(); ++i) mat[i] = D[i] * h * ab;
         for (int src = 0; src < U; ++src)
-          for (int dst = 0; dst < U; ++dst) recv[dst] += L.dispatch[static_cast<std::size_t>(src) * U + dst];
+          for (int dst = 0; dst < U; ++dst) recv[dst] += D[static_cast<std::size_t>(src) * U + dst];
         prog.a2a.push_back(mat);
         disp = static_cast<int>(prog.a2a.size()) - 1;
         std::vector<double> back(mat.size());
         for (int src = 0; src < U; ++src)
           for (int dst = 0; dst < U; ++dst)
-            back[static_cast<std::size_t>(dst) * U + src] = L.dispatch[static_cast<std::size_t>(src) * U + dst] * h * 2.0 / d.etp;
+            back[static_cast<std::size_t>(dst) * U + src] = D[static_cast<std::size_t>(src) * U + dst] * h * 2.0 / d.etp;
         prog.a2a.push_back(back);
         comb = static_cast<int>(prog.a2a.size()) - 1;
       }
       double total_bytes = 0;
       if (disp >= 0)
         for (double x : prog.a2a[static_cast<std::size_t>(disp)]) total_bytes += x;
-      b.collective(CollKind::AllToAll, unit_group[s], OpClass::EpDispatch, l, s, total_bytes / std::max(U, 1), disp);
+      b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpDispatch, l, s,
+                   total_bytes / std::max(U, 1), disp);
       // Experts: each EP rank computes its local experts' real loads.
       const int per_rank = std::max(1, m.experts / d.ep);
       const double expert_bytes = static_cast<double>(m.expert_params()) * wb;
@@ -401,13 +424,14 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         for (int k = 0; k < d.etp; ++k) ranks.push_back(rank(s, e * d.etp + k));
         Lay out = ffn(s, l, etp_group[s][e], ranks, tokens, static_cast<double>(m.expert_ffn), plan_.shard(Op::ExpertUp),
                       plan_.shard(Op::ExpertDown), d.etp, active * expert_bytes, OpClass::Experts, OpClass::EtpComm,
-                      Lay::Full);
+                      Lay::Full, ComputeKind::GroupedGemm, tokens / std::max(active, 1.0));
         b.convert(out, Lay::Split, etp_group[s][e], tokens, h, ab, OpClass::EtpComm, l, s);
       }
       double comb_bytes = 0;
       if (comb >= 0)
         for (double x : prog.a2a[static_cast<std::size_t>(comb)]) comb_bytes += x;
-      b.collective(CollKind::AllToAll, unit_group[s], OpClass::EpCombine, l, s, comb_bytes / std::max(U, 1), comb);
+      b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpCombine, l, s,
+                   comb_bytes / std::max(U, 1), comb);
       // Merge the shared experts' output, then restore the residual layout.
       for (int a = 0; a < A; ++a) {
         if (T[a] <= 0) continue;
@@ -426,7 +450,8 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         Shard hs = plan_.shard(Op::LmHead);
         for (int r : tp_ranks(s, a))
           b.compute(r, OpClass::LmHead, -1, s, 2 * emit[a] * h * m.vocab / div_of(hs, tp),
-                    m.vocab * h * wb / div_of(hs, tp) + emit[a] * (h + m.vocab / div_of(hs, tp)) * ab, math);
+                    m.vocab * h * wb / div_of(hs, tp) + emit[a] * (h + m.vocab / div_of(hs, tp)) * ab, math,
+                    ComputeKind::Gemm, emit[a]);
         b.convert(out_of(hs), Lay::Full, tp_group[s][a], emit[a], m.vocab, ab, OpClass::TpComm, -1, s);
       }
     }

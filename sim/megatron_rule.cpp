@@ -25,7 +25,7 @@ Plan megatron_plan(const ModelSpec& m, const Cluster& cluster) {
   plan.name = "megatron";
   PlanDefaults defaults = plan_defaults(m);
   plan.dtypes = defaults.dtypes;
-  plan.batch.max_context = defaults.max_context;
+  plan.engine.max_context = defaults.max_context;
   int tp = 1;
   for (int t = 1; t <= cluster.gpus_per_node(); t *= 2)
     if (n % t == 0 && megatron_valid_tp(m, t, cluster.gpus_per_node(), plan.dtypes.weights)) tp = t;

@@ -18,6 +18,11 @@ constexpr double kNcclBuffers = 0.5 * 1024 * 1024 * 1024;  // per-GPU communicat
 
 }  // namespace
 
+double usable_bytes(const EngineSettings& e, double hbm, double static_bytes) {
+  if (e.kv_budget == KvBudget::FreeFraction) return static_bytes + e.kv_fraction * std::max(0.0, hbm - static_bytes);
+  return e.kv_fraction * hbm;
+}
+
 LayerWeights layer_weights_per_gpu(const Plan& plan, const ModelSpec& m, bool moe_layer) {
   const Degrees& d = plan.deg;
   const double h = m.hidden;
@@ -71,11 +76,10 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
   const Degrees& d = plan.deg;
   MemoryReport r;
   r.hbm = cluster.gpu().hbm_bytes;
-  r.usable = r.hbm * plan.batch.mem_util;
   const double wb = bytes_of(plan.dtypes.weights), ab = bytes_of(plan.dtypes.activations),
                kb = bytes_of(plan.dtypes.kv);
   const double h = m.hidden;
-  const double tokens = plan.batch.max_batch_tokens;
+  const double tokens = plan.engine.max_batch_tokens;
   const double t_attn = std::ceil(tokens / std::max(d.attn_dp, 1));
   const double kv_layer = kv_elems_per_gpu(plan, m) * kb;
 
@@ -92,7 +96,7 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
                                         std::max(d.tp, 1)
                               : 0;
   double layer_act = std::max({attn_act, dense_act, moe_act}) * ab;
-  double logits = std::min<double>(tokens, static_cast<double>(plan.batch.max_seqs) * d.attn_dp) * m.vocab /
+  double logits = std::min<double>(tokens, static_cast<double>(plan.engine.max_seqs)) * m.vocab /
                   (plan.shard(Op::LmHead) == Shard::Replicate ? 1 : std::max(d.tp, 1)) * 4.0;
   bool any_group = d.tp > 1 || d.pp > 1 || d.ep > 1 || d.attn_dp > 1;
   double ep_buffers = (m.is_moe() && d.ep > 1) ? 2.0 * 2.0 * tokens * m.top_k / d.ep * h * ab : 0;
@@ -118,8 +122,10 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     st.weights = w * wb;
     st.activations = layer_act + (st.lm_head ? logits : 0);
     st.comm_buffers = (any_group ? kNcclBuffers : 0) + ep_buffers;
+    st.runtime = plan.engine.runtime_reserve;
     st.kv_per_token = kv_layer * st.layers;
-    double room = r.usable - st.static_bytes() - st.kv_per_token * plan.batch.max_context;
+    st.usable = usable_bytes(plan.engine, r.hbm, st.static_bytes());
+    double room = st.usable - st.static_bytes() - st.kv_per_token * plan.engine.max_context;
     if (room < best_room) {
       best_room = room;
       r.worst_stage = s;
@@ -127,8 +133,9 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     r.stages.push_back(st);
   }
   const StageMemory& w = r.worst();
-  r.kv_one_seq = w.kv_per_token * plan.batch.max_context;
-  r.kv_at_limits = r.kv_one_seq * plan.batch.max_seqs;
+  r.usable = w.usable;
+  r.kv_one_seq = w.kv_per_token * plan.engine.max_context;
+  r.kv_at_limits = r.kv_one_seq * plan.engine.max_seqs;
   r.headroom = best_room;
   r.kv_capacity_tokens = w.kv_per_token > 0 ? std::max(0.0, (r.usable - w.static_bytes()) / w.kv_per_token) : 0;
   r.fits = r.headroom >= 0;

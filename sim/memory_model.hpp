@@ -4,9 +4,11 @@
 // them), KV cache per token, activations of the largest layer at the batching limits,
 // communication buffers — and the fit verdict. The model of each term is documented in
 // docs/plan-format.md ("Memory model"). Units: bytes.
-// A plan fits when, on every stage, weights + activations + buffers + the KV cache of one
-// max_context sequence ≤ mem_util × HBM (a server that cannot hold one full sequence cannot
-// start; beyond that, KV capacity limits admission, which the serving loop models).
+// The KV budget follows the engine (sim/engine.hpp): a fraction of the memory left free after
+// weights, activations, buffers and the runtime (TensorRT-LLM), or a fraction of the whole GPU
+// (vLLM, SGLang). A plan fits when, on every stage, the KV budget holds one max_context sequence
+// (a server that cannot hold one full sequence cannot start; beyond that, KV capacity limits
+// admission, which the serving loop models).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -26,13 +28,15 @@ struct StageMemory {
   double weights = 0;             // bytes per GPU
   double activations = 0;         // bytes per GPU, peak of one layer at max_batch_tokens
   double comm_buffers = 0;        // bytes per GPU
+  double runtime = 0;             // CUDA context, libraries, allocator slack (engine runtime_reserve)
   double kv_per_token = 0;        // bytes per GPU per token of context (this stage's layers)
-  double static_bytes() const { return weights + activations + comm_buffers; }
+  double usable = 0;              // bytes the engine lets this stage use, KV included (engine KV budget)
+  double static_bytes() const { return weights + activations + comm_buffers + runtime; }
 };
 
 struct MemoryReport {
-  double hbm = 0;                 // HBM per GPU, bytes
-  double usable = 0;              // hbm × mem_util
+  double hbm = 0;                 // memory per GPU as the driver reports it, bytes
+  double usable = 0;              // the worst stage's usable bytes (StageMemory::usable)
   std::vector<StageMemory> stages;
   int worst_stage = 0;            // the stage with the least KV room
   double kv_one_seq = 0;          // KV of one max_context sequence on the worst stage, bytes
@@ -43,6 +47,9 @@ struct MemoryReport {
 
   const StageMemory& worst() const { return stages.at(static_cast<std::size_t>(worst_stage)); }
 };
+
+// Bytes an engine may use on a GPU of `hbm` bytes whose static footprint is `static_bytes`.
+double usable_bytes(const EngineSettings& e, double hbm, double static_bytes);
 
 // Requires: plan degrees consistent with the model (check_plan reports the reasons otherwise;
 // the memory model clamps divisions so it never divides by zero).

@@ -47,6 +47,18 @@ Metrics summarize(const ServingResult& r, const ServingOptions& o, int gpus) {
     m.request_s = m.completed / r.makespan;
     m.goodput_req_s = m.met_slo / r.makespan;
   }
+  const SteadyWindow& w = r.steady;
+  if (w.seconds() > 0) {
+    m.steady_output_tok_s = static_cast<double>(w.tokens) / w.seconds();
+    m.steady_start_s = w.start;
+    m.steady_end_s = w.end;
+    m.steady_trusted = w.trusted;
+  } else {
+    m.steady_output_tok_s = m.output_tok_s;
+    m.steady_end_s = r.makespan;
+  }
+  m.steady_output_tok_s_per_gpu = m.steady_output_tok_s / std::max(gpus, 1);
+  m.steady_note = w.note;
   m.slo_attainment = m.completed > 0 ? static_cast<double>(m.met_slo) / m.completed : 0;
   m.ttft_ms = percentiles(ttft);
   m.tpot_ms = percentiles(tpot);

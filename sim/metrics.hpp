@@ -4,10 +4,13 @@
 // (queueing + prefill); TPOT = (finish − first token) / (output tokens − 1) per request;
 // percentiles by nearest rank over completed requests; goodput = requests per second that meet
 // both SLOs (TTFT and TPOT thresholds), over the run's makespan; throughput_tok_s counts prompt +
-// generated tokens per second, output_tok_s generated tokens only (MLPerf's tokens/s).
+// generated tokens per second, output_tok_s generated tokens only, both over the makespan
+// (ramp-up and drain included); steady_output_tok_s counts generated tokens inside the saturated
+// window only (MLPerf's tokens/s are steady-state figures from long runs).
 // Thread-safety: pure functions.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "sim/serving.hpp"
@@ -25,6 +28,14 @@ struct Metrics {
   double throughput_tok_s = 0;   // prompt + output tokens per second
   double output_tok_s = 0;       // generated tokens per second
   double output_tok_s_per_gpu = 0;
+  // Steady state (ServingResult::steady): generated tokens per second inside the saturated
+  // window, where ramp-up and drain are excluded (MLPerf's tokens/s are of this kind). When the
+  // run has no window, these equal the makespan figures and steady_trusted is false.
+  double steady_output_tok_s = 0;
+  double steady_output_tok_s_per_gpu = 0;
+  double steady_start_s = 0, steady_end_s = 0;
+  bool steady_trusted = false;
+  std::string steady_note;
   double request_s = 0;          // completed requests per second
   double goodput_req_s = 0;      // requests per second meeting both SLOs
   double slo_attainment = 0;     // fraction of completed requests meeting both SLOs

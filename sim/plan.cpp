@@ -1,6 +1,8 @@
 // sim/plan.cpp — Plan defaults, the compact string, JSON I/O and load_plan.
 #include "sim/plan.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -137,6 +139,22 @@ int parse_positive_int(const std::string& v, const std::string& source, const st
 
 }  // namespace
 
+std::string Dtypes::describe() const {
+  auto up = [](Dtype d) {
+    std::string n = to_string(d);
+    for (auto& c : n) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return n;
+  };
+  int wbits = weights == Dtype::FP4 ? 4 : weights == Dtype::FP8 ? 8 : 16;
+  int abits = activations == Dtype::FP8 ? 8 : activations == Dtype::FP4 ? 4 : 16;
+  std::string s = "W" + std::to_string(wbits) + "A" + std::to_string(abits) + " (";
+  if (math() == Dtype::FP8) s += "FP8 GEMMs";
+  else if (wbits < 16) s += up(weights) + " weights dequantised, GEMMs in BF16";
+  else s += "BF16 GEMMs";
+  if (activations == Dtype::FP8 && math() != Dtype::FP8) s += "; FP8 activations buy nothing without FP8 weights";
+  return s + ", " + up(kv) + " KV cache)";
+}
+
 const char* to_string(Op op) { return kOpNames[static_cast<int>(op)]; }
 
 const char* to_string(Shard s) {
@@ -196,7 +214,7 @@ Plan default_plan(const ModelSpec& model) {
   Plan p;
   const PlanDefaults d = plan_defaults(model);
   p.dtypes = d.dtypes;
-  p.batch.max_context = d.max_context;
+  p.engine.max_context = d.max_context;
   return p;
 }
 
@@ -211,13 +229,19 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
   Plan plan;
   plan.name = text;
   plan.dtypes = defaults.dtypes;
-  plan.batch.max_context = defaults.max_context;
+  plan.engine.max_context = defaults.max_context;
   PartialDegrees partial;
   const std::string& src = text;
-  std::stringstream ss(text);
-  std::string item;
+  // The engine preset first, so that the overrides written anywhere in the string apply to it.
+  std::vector<std::string> items;
+  {
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) items.push_back(item);
+    std::stable_partition(items.begin(), items.end(), [](const std::string& i) { return i.rfind("engine=", 0) == 0; });
+  }
   std::map<std::string, bool> seen;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string& item : items) {
     if (item.empty()) continue;
     auto eq = item.find('=');
     if (eq == std::string::npos) throw InputError(src, item, "expected key=value");
@@ -232,14 +256,7 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
       plan.dtypes.activations = parse_dtype_or_throw(value, src, key);
     } else if (key == "kv") {
       plan.dtypes.kv = parse_dtype_or_throw(value, src, key);
-    } else if (key == "max_seqs") {
-      plan.batch.max_seqs = parse_positive_int(value, src, key, 1 << 20);
-    } else if (key == "max_batch_tokens") {
-      plan.batch.max_batch_tokens = parse_positive_int(value, src, key, 1 << 24);
-    } else if (key == "max_context") {
-      plan.batch.max_context = parse_positive_int(value, src, key, 1 << 24);
-    } else if (key == "prefill_chunk") {
-      plan.batch.prefill_chunk = value == "0" ? 0 : parse_positive_int(value, src, key, 1 << 24);
+    } else if (set_engine_key(plan.engine, key, value, src)) {
     } else if (key == "mapping") {
       std::vector<std::string> names;
       std::stringstream ms(value);
@@ -258,8 +275,9 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
         }
       if (!found)
         throw InputError(src, key,
-                         "unknown plan key (expected a degree dp/tp/pp/ep/etp/attn_dp/sp, weights/act/kv, an operator "
-                         "such as qkv, max_seqs/max_batch_tokens/max_context/prefill_chunk, mapping, cross_node_tp)");
+                         std::string("unknown plan key (expected a degree dp/tp/pp/ep/etp/attn_dp/sp, weights/act/kv, an "
+                                     "operator such as qkv, mapping, cross_node_tp, or an engine setting: ") +
+                             engine_key_list() + ")");
     }
   }
   plan.deg = resolve_degrees(partial, gpus);
@@ -271,7 +289,7 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
   Plan plan;
   plan.name = root.string_or("name", std::filesystem::path(source).filename().string());
   plan.dtypes = defaults.dtypes;
-  plan.batch.max_context = defaults.max_context;
+  plan.engine.max_context = defaults.max_context;
   PartialDegrees partial;
   if (root.has("degrees")) {
     JsonObject d = root.object("degrees");
@@ -297,16 +315,7 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
     }
     plan.mapping = parse_mapping(names, source, root.pointer("mapping"));
   }
-  if (root.has("batching")) {
-    JsonObject b = root.object("batching");
-    plan.batch.max_seqs = static_cast<int>(b.integer_or("max_seqs", plan.batch.max_seqs, 1, 1 << 20));
-    plan.batch.max_batch_tokens =
-        static_cast<int>(b.integer_or("max_batch_tokens", plan.batch.max_batch_tokens, 1, 1 << 24));
-    plan.batch.max_context = static_cast<int>(b.integer_or("max_context", plan.batch.max_context, 1, 1 << 24));
-    plan.batch.prefill_chunk = static_cast<int>(b.integer_or("prefill_chunk", plan.batch.prefill_chunk, 0, 1 << 24));
-    plan.batch.mem_util = b.number_or("mem_util", plan.batch.mem_util, 0.05, 1.0);
-    b.finish();
-  }
+  if (root.has("engine")) engine_from_json(plan.engine, root.object("engine"));
   if (root.has("dtypes")) {
     JsonObject d = root.object("dtypes");
     for (auto [key, slot] : {std::pair{"weights", &plan.dtypes.weights}, std::pair{"activations", &plan.dtypes.activations},
@@ -331,11 +340,7 @@ json plan_to_json(const Plan& p) {
   json m = json::array();
   for (MapDim d : p.mapping) m.push_back(to_string(d));
   j["mapping"] = m;
-  j["batching"] = {{"max_seqs", p.batch.max_seqs},
-                   {"max_batch_tokens", p.batch.max_batch_tokens},
-                   {"max_context", p.batch.max_context},
-                   {"prefill_chunk", p.batch.prefill_chunk},
-                   {"mem_util", p.batch.mem_util}};
+  j["engine"] = engine_to_json(p.engine);
   j["dtypes"] = {{"weights", to_string(p.dtypes.weights)},
                  {"activations", to_string(p.dtypes.activations)},
                  {"kv", to_string(p.dtypes.kv)}};
@@ -356,6 +361,8 @@ std::string plan_to_string(const Plan& p) {
   add("weights", to_string(p.dtypes.weights));
   if (p.dtypes.activations != Dtype::BF16) add("act", to_string(p.dtypes.activations));
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
+  std::string e = engine_to_string(p.engine);
+  if (!e.empty()) s += "," + e;
   return s;
 }
 

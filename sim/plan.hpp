@@ -1,7 +1,7 @@
 // sim/plan.hpp — how a model is laid onto a cluster: parallelism degrees, per-operator sharding,
-// rank mapping, batching limits and data types.
+// rank mapping, engine settings and data types.
 //
-// Owns: Plan and its I/O — JSON files (docs/plan-format.md), the compact degree string
+// Owns: Plan and its I/O (engine settings: sim/engine.hpp) — JSON files (docs/plan-format.md), the compact degree string
 // ("tp=2,dp=4,weights=fp8"), and `load_plan`, which accepts either (or "megatron", see
 // sim/megatron_rule.hpp). Semantic checks against a model and a cluster live in sim/plan_check.
 //
@@ -20,6 +20,7 @@
 
 #include "common/json_reader.hpp"
 #include "sim/dtype.hpp"
+#include "sim/engine.hpp"
 
 namespace shardsim {
 
@@ -47,20 +48,19 @@ const std::vector<Shard>& allowed_shards(Op op);
 enum class MapDim { Tp, AttnDp, Pp, Dp };
 const char* to_string(MapDim d);
 
-struct Batching {
-  int max_seqs = 256;            // concurrent sequences per attention-DP group of a replica
-  int max_batch_tokens = 8192;   // tokens per serving step (prefill + decode) per replica
-  int max_context = 8192;        // longest prompt + output admitted, tokens
-  int prefill_chunk = 0;         // chunked prefill size in tokens; 0 = whole prompts
-  double mem_util = 0.9;         // fraction of HBM the server may use (vLLM gpu_memory_utilization)
-  bool operator==(const Batching&) const = default;
-};
-
 struct Dtypes {
   Dtype weights = Dtype::BF16;
   Dtype activations = Dtype::BF16;
   Dtype kv = Dtype::BF16;
   bool operator==(const Dtypes&) const = default;
+  // The type GEMMs run in: FP8 only when weights are 8-bit or narrower *and* activations are FP8
+  // (W8A8); FP8 weights with BF16 activations are dequantised and multiplied in BF16 (W8A16).
+  Dtype math() const {
+    bool narrow = weights == Dtype::FP8 || weights == Dtype::FP4;
+    return narrow && activations == Dtype::FP8 ? Dtype::FP8 : Dtype::BF16;
+  }
+  // "W8A8 (FP8 GEMMs)", "W8A16 (FP8 weights, BF16 GEMMs)", …
+  std::string describe() const;
 };
 
 struct Plan {
@@ -68,7 +68,7 @@ struct Plan {
   Degrees deg;
   std::array<Shard, kNumOps> sharding{};              // indexed by Op
   std::array<MapDim, 4> mapping{MapDim::Tp, MapDim::AttnDp, MapDim::Dp, MapDim::Pp};
-  Batching batch;
+  EngineSettings engine;                              // batch limits, KV budget, scheduler (sim/engine.hpp)
   Dtypes dtypes;
   bool allow_cross_node_tp = false;                   // permit TP/ETP groups spanning NVLink domains
 

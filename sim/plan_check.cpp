@@ -30,10 +30,29 @@ void check_domain(const std::vector<std::vector<int>>& groups, const Cluster& c,
       out.push_back({field, std::string(what) + " group of GPUs " + std::to_string(g.front()) + ".." +
                                 std::to_string(g.back()) + " spans " + std::to_string(nodes.size()) +
                                 " NVLink domains of " + std::to_string(c.gpus_per_node()) +
-                                " GPUs (reduce it, change the mapping, or allow_cross_node_tp)"});
+                                " GPUs (reduce it, change the mapping, or allow it: cross_node_tp=1 in the compact string, "
+                                "\"allow_cross_node_tp\": true in JSON)"});
       return;
     }
   }
+}
+
+// What the engine's KV budget leaves for the cache, and how sequences get it.
+std::string kv_pool_note(const Plan& plan, const MemoryReport& mem) {
+  const EngineSettings& e = plan.engine;
+  const StageMemory& w = mem.worst();
+  std::ostringstream o;
+  o << "KV pool: " << gb(mem.usable - w.static_bytes()) << " per GPU = ";
+  if (e.kv_budget == KvBudget::FreeFraction)
+    o << e.kv_fraction << " × the " << gb(mem.hbm - w.static_bytes()) << " free after weights, activations, buffers and runtime";
+  else
+    o << e.kv_fraction << " × " << gb(mem.hbm) << " minus " << gb(w.static_bytes()) << " of weights, activations, buffers, runtime";
+  o << " → " << static_cast<long long>(mem.kv_capacity_tokens) << " tokens per attention group at "
+    << to_string(plan.dtypes.kv) << " (" << w.kv_per_token / 1024 << " KiB per token); policy " << to_string(e.policy);
+  if (e.policy == KvPolicy::OnDemand) o << " (blocks of " << e.kv_block << " tokens, preemption by " << to_string(e.preemption) << ")";
+  if (e.policy == KvPolicy::Reserve) o << " (prompt + " << (e.max_output > 0 ? std::to_string(e.max_output) : "max_context − prompt") << " output tokens reserved at admission)";
+  if (e.policy == KvPolicy::ReserveExact) o << " (knows each request's true output length: an oracle, for studies only)";
+  return o.str();
 }
 
 }  // namespace
@@ -69,6 +88,7 @@ PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   if (d.sp != 1 && d.sp != d.tp)
     v.push_back({"/degrees/sp", "sp=" + s(d.sp) + " must be 1 or equal tp=" + s(d.tp) +
                                     " (sequence parallelism runs in the TP group)"});
+  r.notes.push_back("data types " + plan.dtypes.describe());
   if (d.pp > m.layers)
     v.push_back({"/degrees/pp", "pp=" + s(d.pp) + " exceeds the " + s(m.layers) + " layers"});
 
@@ -97,12 +117,12 @@ PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   if (m.vocab % d.tp != 0 && plan.shard(Op::LmHead) == Shard::Vocab)
     r.notes.push_back("vocabulary " + s(m.vocab) + " is not divisible by tp=" + s(d.tp) + ": shards are padded");
 
-  const Batching& b = plan.batch;
+  const EngineSettings& b = plan.engine;
   if (b.prefill_chunk > b.max_batch_tokens)
-    v.push_back({"/batching/prefill_chunk", "prefill_chunk=" + s(b.prefill_chunk) + " exceeds max_batch_tokens=" +
+    v.push_back({"/engine/prefill_chunk", "prefill_chunk=" + s(b.prefill_chunk) + " exceeds max_batch_tokens=" +
                                                 s(b.max_batch_tokens)});
   if (m.max_positions > 0 && b.max_context > m.max_positions)
-    v.push_back({"/batching/max_context", "max_context=" + s(b.max_context) + " exceeds the model's " +
+    v.push_back({"/engine/max_context", "max_context=" + s(b.max_context) + " exceeds the model's " +
                                               s(m.max_positions) + " positions"});
 
   if (degrees_ok) {
@@ -126,6 +146,7 @@ PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluste
                         gb(mem.kv_at_limits) + " per GPU; " + gb(mem.usable - mem.worst().static_bytes()) +
                         " is left, so admission is limited by KV capacity (" +
                         s(static_cast<long long>(mem.kv_capacity_tokens)) + " tokens per attention group)");
+    r.notes.push_back(kv_pool_note(plan, mem));
   }
   return r;
 }

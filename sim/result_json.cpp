@@ -1,8 +1,11 @@
 // sim/result_json.cpp — result JSON, Chrome trace and request CSV writers.
 #include "sim/result_json.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+
+#include "sim/schedule_summary.hpp"
 
 namespace shardsim {
 
@@ -10,32 +13,72 @@ static json pct(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
 }
 
-json breakdown_to_json(const ServingBreakdown& b) {
+// By class: seconds of `v` ÷ `div`, keyed by class name.
+static json by_class(const std::array<double, kNumOpClasses>& v, double div) {
+  json j = json::object();
+  for (int i = 0; i < kNumOpClasses; ++i) j[to_string(static_cast<OpClass>(i))] = v[static_cast<std::size_t>(i)] / div;
+  return j;
+}
+
+static json by_kind(const std::array<double, 4>& v, double div) {
+  const char* names[4] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all_and_p2p"};
+  json j = json::object();
+  for (std::size_t i = 0; i < 4; ++i) j[names[i]] = v[i] / div;
+  return j;
+}
+
+static double comm_on_critical_path(const ServingBreakdown& b) {
+  double s = 0;
+  for (int i = 0; i < kNumOpClasses; ++i)
+    if (is_comm_class(static_cast<OpClass>(i))) s += b.critical[static_cast<std::size_t>(i)];
+  return s;
+}
+
+// What each group of keys sums over (docs/simulation.md, "The breakdown").
+static json breakdown_scope(const Degrees& d) {
+  return {{"replicas", d.dp},
+          {"gpus_per_replica", d.pp * d.unit()},
+          {"replica_time", "step_time_s, critical_path_s, idle_on_critical_path_s, comm_critical_path_s, expert_time_s, "
+                           "expert_imbalance_s: seconds of replica steps, summed over all replicas' steps"},
+          {"per_gpu_time", "busy_s, collectives_busy_s, comm_busy_s, comm_exposed_s, comm_overlapped_s: each step's "
+                           "mean over its replica's GPUs, summed over all replicas' steps; per_gpu = these / replicas"},
+          {"pipeline", "pipeline_*_s: summed over replicas and stages; 0 when pp = 1 (no pipeline)"}};
+}
+
+// Sums over all replicas (keys as before), plus the scope and the per-replica / per-GPU means.
+json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
+  const double reps = std::max(1, d.dp);
+  const double comm_crit = comm_on_critical_path(b);
   json j;
+  j["scope"] = breakdown_scope(d);
   j["steps"] = b.steps;
   j["executed_steps"] = b.executed_steps;
   j["peak_seqs_per_attention_group"] = b.peak_seqs;
   j["prefill_tokens"] = b.prefill_tokens;
   j["decode_tokens"] = b.decode_tokens;
   j["step_time_s"] = b.step_time;
-  json crit = json::object(), busy = json::object();
-  for (int i = 0; i < kNumOpClasses; ++i) {
-    crit[to_string(static_cast<OpClass>(i))] = b.critical[static_cast<std::size_t>(i)];
-    busy[to_string(static_cast<OpClass>(i))] = b.busy[static_cast<std::size_t>(i)];
-  }
-  j["critical_path_s"] = crit;
-  j["busy_s"] = busy;
-  json kinds = json::object();
-  const char* names[4] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all_and_p2p"};
-  for (std::size_t i = 0; i < 4; ++i) kinds[names[i]] = b.coll_by_kind[i];
-  j["collectives_busy_s"] = kinds;
+  j["critical_path_s"] = by_class(b.critical, 1);
+  j["idle_on_critical_path_s"] = b.idle_on_path;
+  j["comm_critical_path_s"] = comm_crit;
+  j["busy_s"] = by_class(b.busy, 1);
+  j["collectives_busy_s"] = by_kind(b.coll_by_kind, 1);
   j["comm_busy_s"] = b.comm_busy;
   j["comm_exposed_s"] = b.comm_exposed;
-  j["comm_overlapped_s"] = std::max(0.0, b.comm_busy - b.comm_exposed);
+  j["comm_overlapped_s"] = b.comm_busy - b.comm_exposed;
   j["expert_time_s"] = b.expert_time;
   j["expert_imbalance_s"] = b.expert_imbalance;
-  j["pipeline_bubble_s"] = b.pipeline_bubble;
-  j["pipeline_span_s"] = b.pipeline_span;
+  j["pipeline_bubble_s"] = d.pp > 1 ? b.pipeline_bubble : 0.0;
+  j["pipeline_span_s"] = d.pp > 1 ? b.pipeline_span : 0.0;
+  j["per_replica_mean"] = {{"step_time_s", b.step_time / reps},
+                           {"critical_path_s", by_class(b.critical, reps)},
+                           {"comm_critical_path_s", comm_crit / reps},
+                           {"expert_time_s", b.expert_time / reps},
+                           {"expert_imbalance_s", b.expert_imbalance / reps}};
+  j["per_gpu"] = {{"busy_s", by_class(b.busy, reps)},
+                  {"collectives_busy_s", by_kind(b.coll_by_kind, reps)},
+                  {"comm_busy_s", b.comm_busy / reps},
+                  {"comm_exposed_s", b.comm_exposed / reps},
+                  {"comm_overlapped_s", (b.comm_busy - b.comm_exposed) / reps}};
   return j;
 }
 
@@ -58,6 +101,13 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
                   {"throughput_tok_s", m.throughput_tok_s},
                   {"output_tok_s", m.output_tok_s},
                   {"output_tok_s_per_gpu", m.output_tok_s_per_gpu},
+                  {"steady_output_tok_s", m.steady_output_tok_s},
+                  {"steady_output_tok_s_per_gpu", m.steady_output_tok_s_per_gpu},
+                  {"steady_window",
+                   {{"start_s", m.steady_start_s},
+                    {"end_s", m.steady_end_s},
+                    {"trusted", m.steady_trusted},
+                    {"note", m.steady_note}}},
                   {"request_s", m.request_s},
                   {"goodput_req_s", m.goodput_req_s},
                   {"slo_attainment", m.slo_attainment},
@@ -70,9 +120,10 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
                    {{"weights_gb", mem.worst().weights / 1e9},
                     {"activations_gb", mem.worst().activations / 1e9},
                     {"comm_buffers_gb", mem.worst().comm_buffers / 1e9},
+                    {"runtime_gb", mem.worst().runtime / 1e9},
                     {"usable_gb", mem.usable / 1e9},
                     {"kv_capacity_tokens", mem.kv_capacity_tokens}}}};
-  j["breakdown"] = breakdown_to_json(r.breakdown);
+  j["breakdown"] = breakdown_to_json(r.breakdown, plan.deg);
   j["provenance"] = {{"version", "shardsim 0.1.0"}, {"fidelity", in.fidelity}, {"seed", in.seed},
                      {"steps_simulated", r.breakdown.steps}, {"wall_s", wall_s}};
   return j;

@@ -23,7 +23,8 @@ struct RunInputs {
   unsigned long long seed = 0;
 };
 
-json breakdown_to_json(const ServingBreakdown& b);
+// The breakdown with what each figure sums over: `d` gives the replicas and GPUs per replica.
+json breakdown_to_json(const ServingBreakdown& b, const Degrees& d);
 json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                     const ServingOptions& o, double wall_s);
 // Chrome trace event format (opens in Perfetto): one process per GPU, one thread per stream.

@@ -279,7 +279,7 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
     }
   }
 
-  // NVLS all-reduce in one NVLink domain: 2α + 2(p−1)/p · S / busbw_nvls, as two barrier-separated
+  // NVLS all-reduce in one NVLink domain: 2α + set-up + 2(p−1)/p · S / busbw_nvls, as a delay and two barrier-separated
   // steps in which each GPU sends one flow to the next; a flow carries (p−1)/p · S scaled by
   // (its route's bandwidth / NVLS bus bandwidth), so alone it takes the formula's time while it
   // loads the GPU's real NVLink ports.
@@ -294,6 +294,11 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
       return per_rank * platform.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth / busbw;
     };
     const int mid = add_task(TaskKind::Gate, op);
+    if (coll.nvls_latency > 0) {
+      const int d = add_task(TaskKind::Delay, op, coll.nvls_latency);
+      add_edge(from, d);
+      from = d;
+    }
     step(op, m, pairs, alpha, sized, from, mid);
     step(op, m, pairs, alpha, sized, mid, to);
   }
@@ -415,6 +420,16 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
     return it->second;
   }
 
+  // A delay task of the collective's call latency after `from` (collective_cost.hpp); returns
+  // the task the algorithm's flows start from.
+  int after_call(int op, CollKind kind, int from) {
+    const double c = call_latency(kind, coll);
+    if (!(c > 0)) return from;
+    const int d = add_task(TaskKind::Delay, op, c);
+    add_edge(from, d);
+    return d;
+  }
+
   // Expands operation i between its gates; returns its contention-free duration.
   double expand(int i, int from, int to) {
     const StepProgram& p = *prog;
@@ -464,7 +479,7 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
         mat = &uniform;
         dur = collective(op, gpus).seconds;
       }
-      all_to_all(i, gpus, *mat, dur, from, to);
+      all_to_all(i, gpus, *mat, dur - call_latency(op.coll, coll), after_call(i, op.coll, from), to);
       return dur;
     }
     const CollectiveTime ct = collective(op, gpus);
@@ -472,6 +487,7 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
       add_edge(from, to);
       return ct.seconds;
     }
+    from = after_call(i, op.coll, from);
     auto domains = by_domain(gpus);
     const bool one_domain = domains.size() == 1;
     const int pi = static_cast<int>(n);

@@ -2,7 +2,7 @@
 //
 // Owns: StepProgram, the abstraction both executors run unchanged (DESIGN.md §2). Ranks are the
 // replica's GPUs (rank r sits on cluster GPU rank_gpu[r]). Operations:
-//   compute(rank, flops, hbm_bytes)       on the rank's compute stream
+//   compute(rank, kernel, rows, flops, hbm_bytes)   on the rank's compute stream
 //   collective(kind, group, bytes)        on the comm stream of every rank of the group; bytes is
 //                                         the per-rank buffer (all-reduce: the full tensor; all-gather:
 //                                         the gathered output; reduce-scatter: the input; all-to-all:
@@ -28,6 +28,8 @@ enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToA
 // Collective algorithms; Auto lets the executor choose as NCCL would (see collective_cost.hpp).
 enum class CollAlgo : std::uint8_t { Auto, Ring, Tree, Nvls, Hierarchical, Pairwise };
 enum class Stream : std::uint8_t { Compute = 0, Comm = 1 };
+// The kernel a compute operation runs (its efficiency curve: sim/compute_cost.hpp).
+enum class ComputeKind : std::uint8_t { Gemm, GroupedGemm, PrefillAttention, DecodeAttention, Memory };
 // What an operation is, for the breakdown of step time.
 enum class OpClass : std::uint8_t {
   Embedding, Norm, QkvProj, Attention, AttnOutProj, Router, DenseFfn, Experts, SharedExperts, LmHead,
@@ -54,6 +56,8 @@ struct StepOp {
   double flops = 0;
   double hbm_bytes = 0;
   Dtype math = Dtype::BF16;    // Compute: the GEMM input type (peak flop/s depend on it)
+  ComputeKind kernel = ComputeKind::Memory;  // Compute: which kernel curve applies
+  double rows = 0;             // Compute: the kernel's shape (GEMM M; tokens per expert; KV length per sequence)
   // Collective
   int group = -1;              // index into StepProgram::groups
   CollKind coll = CollKind::AllReduce;

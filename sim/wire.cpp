@@ -10,11 +10,11 @@ namespace shardsim {
 
 namespace {
 
-constexpr std::uint32_t kProgramVersion = 1;
+constexpr std::uint32_t kProgramVersion = 2;
 constexpr std::uint32_t kTimingVersion = 1;
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
-constexpr std::size_t kOpBytes = 2 + 3 * 4 + 2 * 8 + 1 + 4 + 2 + 8 + 2 * 4 + 2 * 4;
+constexpr std::size_t kOpBytes = 2 + 3 * 4 + 2 * 8 + 1 + 1 + 8 + 4 + 2 + 8 + 2 * 4 + 2 * 4;
 
 // Reads an enum stored as u8 and refuses values at or past `count`.
 template <typename E>
@@ -155,6 +155,8 @@ std::string encode(const StepProgram& p) {
     w.f64(op.flops);
     w.f64(op.hbm_bytes);
     w.u8(static_cast<std::uint8_t>(op.math));
+    w.u8(static_cast<std::uint8_t>(op.kernel));
+    w.f64(op.rows);
     w.i32(op.group);
     w.u8(static_cast<std::uint8_t>(op.coll));
     w.u8(static_cast<std::uint8_t>(op.algo));
@@ -188,6 +190,8 @@ StepProgram decode_program(std::string_view bytes) {
     op.flops = r.f64();
     op.hbm_bytes = r.f64();
     op.math = read_enum<Dtype>(r, 4, "dtype");
+    op.kernel = read_enum<ComputeKind>(r, 5, "kernel kind");
+    op.rows = r.f64();
     op.group = r.i32();
     op.coll = read_enum<CollKind>(r, 4, "collective kind");
     op.algo = read_enum<CollAlgo>(r, 6, "collective algorithm");

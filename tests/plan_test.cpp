@@ -56,7 +56,9 @@ TEST_CASE("plan: JSON round trip keeps every field") {
   Plan p = plan_from_string("tp=4,pp=2,ep=2,sp=4,dense_up=row,dense_down=column,embed=replicate,weights=fp8,"
                             "max_seqs=64,prefill_chunk=512,mapping=tp.attn_dp.pp.dp",
                             32, {});
-  p.batch.mem_util = 0.85;
+  p.engine.kv_fraction = 0.85;
+  p.engine.policy = KvPolicy::Reserve;
+  p.engine.cuda_graphs = false;
   p.allow_cross_node_tp = true;
   Plan q = plan_from_json(plan_to_json(p), "roundtrip.json", 32, {});
   CHECK(q == p);

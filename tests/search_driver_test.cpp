@@ -31,7 +31,7 @@ class FakeEvaluator : public Evaluator {
     Score s;
     s.feasible = true;
     s.objective = 100.0 - 10.0 * std::abs(std::log2(p.deg.tp) - 2) - 5.0 * std::abs(std::log2(p.deg.ep) - 3) +
-                  (p.shard(Op::Qkv) == Shard::Column ? 3 : 0) + 0.01 * p.batch.max_seqs / 32.0;
+                  (p.shard(Op::Qkv) == Shard::Column ? 3 : 0) + 0.01 * p.engine.max_seqs / 32.0;
     return s;
   }
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }

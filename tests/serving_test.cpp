@@ -68,8 +68,9 @@ TEST_CASE("serving: every request completes with TTFT ≤ E2E and one token per 
 
 TEST_CASE("serving: offline throughput grows with more replicas, latency falls with more TP") {
   const std::string trace = "synthetic:n=200,prompt=fixed:256,output=fixed:64,seed=2";
-  Run dp2 = simulate("llama3-70b", "dgx-h100:2", "tp=8,dp=2", trace, true);
-  Run dp1 = simulate("llama3-70b", "dgx-h100:1", "tp=8", trace, true);
+  // A batch limit well below the request count keeps both runs saturated.
+  Run dp2 = simulate("llama3-70b", "dgx-h100:2", "tp=8,dp=2,max_seqs=32", trace, true);
+  Run dp1 = simulate("llama3-70b", "dgx-h100:1", "tp=8,max_seqs=32", trace, true);
   CHECK(dp2.metrics.output_tok_s > 1.6 * dp1.metrics.output_tok_s);
   Run tp4 = simulate("llama3-70b", "dgx-h100:1", "tp=4,dp=2", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
   Run tp8 = simulate("llama3-70b", "dgx-h100:1", "tp=8", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
@@ -143,7 +144,8 @@ TEST_CASE("serving: the KV-cache capacity bounds the running batch") {
   MemoryReport full = plan_memory(p, m, c);
   // Leave room for 11,000 tokens of KV: at 1,100 tokens per request, at most 10 run at once.
   const auto& w = full.worst();
-  p.batch.mem_util = (w.static_bytes() + 11000 * w.kv_per_token) / full.hbm;
+  p.engine.kv_fraction = (w.static_bytes() + 11000 * w.kv_per_token) / full.hbm;
+  p.engine.policy = KvPolicy::ReserveExact;  // each request's 1,100 tokens held from admission
   RequestTrace t = load_request_trace("synthetic:n=40,prompt=fixed:1000,output=fixed:100,seed=1");
   AnalyticExecutor ex(c);
   ServingOptions o;

@@ -85,12 +85,12 @@ TEST_CASE("topo: GPU presets come from the embedded data file") {
   const GpuSpec& h100 = gpu_preset("H100-SXM-80GB");
   CHECK(h100.bf16_flops == 989e12);
   CHECK(h100.fp8_flops == 1979e12);
-  CHECK(h100.hbm_bytes == 80e9);
+  CHECK(h100.hbm_bytes == 81559.0 * 1024 * 1024);  // the driver's figure, not the marketed 80 GB
   CHECK(h100.hbm_bw == 3.35e12);
   CHECK(h100.nvlink_bw == 450e9);
   CHECK(!h100.comment.empty());
   CHECK(gpu_preset("h100").name == "H100-SXM-80GB");  // alias, case-insensitive
-  CHECK(gpu_preset("h200-SXM-141gb").hbm_bytes == 141e9);
+  CHECK(gpu_preset("h200-SXM-141gb").hbm_bytes == 143771.0 * 1024 * 1024);
   CHECK(gpu_preset("B200").nvlink_bw == 900e9);
   CHECK(gpu_preset("H800").nvlink_bw == 200e9);  // 400 GB/s total, per direction half
   CHECK(gpu_presets().size() >= 4);
@@ -392,7 +392,7 @@ TEST_CASE("topo: cluster JSON files, valid forms") {
     "collective_efficiency": {"nvlink": 0.8}
   })");
   CHECK(c.name() == "two-pods");
-  CHECK(c.gpu().hbm_bytes == 141e9);
+  CHECK(c.gpu().hbm_bytes == 143771.0 * 1024 * 1024);
   CHECK(c.bisection_bw() == doctest::Approx(400e9));
   CHECK(c.route(0, 8).latency == doctest::Approx(4e-6));
   CHECK(c.collective_efficiency().nvlink == 0.8);

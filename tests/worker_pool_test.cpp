@@ -509,7 +509,7 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
 
   // A huge count is refused before anything is allocated.
   WireWriter w;
-  w.header("SPRG", 1);
+  w.header("SPRG", 2);
   w.u32(0xffffffffu);
   CHECK_THROWS_WITH_AS(decode_program(w.take()), doctest::Contains("count 4294967295"), WireError);
 

@@ -101,9 +101,14 @@ void run_check(const PlanOptions& o) {
   for (int i = 0; i < 4; ++i) out << (i ? "," : "") << to_string(plan.mapping[i]);
   out << " (fastest first)\ndtypes    weights=" << to_string(plan.dtypes.weights)
       << " activations=" << to_string(plan.dtypes.activations) << " kv=" << to_string(plan.dtypes.kv) << "\n";
-  out << "batching  max_seqs=" << plan.batch.max_seqs << " max_batch_tokens=" << plan.batch.max_batch_tokens
-      << " max_context=" << plan.batch.max_context << " prefill_chunk=" << plan.batch.prefill_chunk
-      << " mem_util=" << plan.batch.mem_util << "\n\n";
+  out << "          " << plan.dtypes.describe() << "\n";
+  const EngineSettings& e = plan.engine;
+  out << "engine    " << e.preset << ": max_seqs=" << e.max_seqs << " per replica (engine), max_batch_tokens="
+      << e.max_batch_tokens << " per iteration, max_context=" << e.max_context << ", prefill_chunk="
+      << (e.prefill_chunk > 0 ? std::to_string(e.prefill_chunk) : std::string("off")) << "\n          KV "
+      << (e.kv_budget == KvBudget::FreeFraction ? "kv_free_fraction=" : "mem_util=") << e.kv_fraction << ", policy "
+      << to_string(e.policy) << ", CUDA graphs " << (e.cuda_graphs ? "on" : "off") << ", host "
+      << fmt("%.2f ms per iteration", e.step_overhead * 1e3) << fmt(" + %.1f µs per sequence\n\n", e.seq_overhead * 1e6);
 
   if (chk.feasible()) {
     out << "verdict   FEASIBLE\n";
@@ -121,14 +126,14 @@ void run_check(const PlanOptions& o) {
     out << fmt("  weights                                    %8.2f\n", w.weights / 1e9);
     out << fmt("  activations (peak layer)                   %8.2f\n", w.activations / 1e9);
     out << fmt("  communication buffers                      %8.2f\n", w.comm_buffers / 1e9);
+    out << fmt("  runtime (CUDA context, libraries)          %8.2f\n", w.runtime / 1e9);
     out << fmt("  KV cache of one max_context sequence       %8.2f\n", m.kv_one_seq / 1e9);
     double total = w.static_bytes() + m.kv_one_seq;
     out << fmt("  total                                      %8.2f", total / 1e9)
-        << fmt("   of %.1f usable", m.usable / 1e9) << fmt(" (%.0f GB HBM", m.hbm / 1e9)
-        << fmt(" × %.2f)\n", plan.batch.mem_util);
+        << fmt("   of %.1f usable", m.usable / 1e9) << fmt(" (of %.1f GB reported by the driver)\n", m.hbm / 1e9);
     out << (m.fits ? "  headroom " : "  OVER BY ") << fmt("%.2f GB\n", std::abs(m.headroom) / 1e9);
     out << fmt("  KV capacity %.0f tokens per attention group", m.kv_capacity_tokens)
-        << fmt(" (%.1f max_context sequences);", m.kv_capacity_tokens / plan.batch.max_context)
+        << fmt(" (%.1f max_context sequences);", m.kv_capacity_tokens / plan.engine.max_context)
         << fmt(" at the batching limits KV needs %.1f GB\n", m.kv_at_limits / 1e9);
     if (m.stages.size() > 1) {
       out << "  stage  layers(dense+moe)  weights  activ.  KV MB/1k tokens\n";

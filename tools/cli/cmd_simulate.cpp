@@ -18,6 +18,7 @@
 #include "sim/metrics.hpp"
 #include "sim/plan_check.hpp"
 #include "sim/result_json.hpp"
+#include "sim/schedule_summary.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
@@ -46,6 +47,44 @@ const char* kind_name(int k) {
   return names[k];
 }
 
+// "summed over the 4 replicas' steps" (or "the replica's steps" when dp = 1).
+std::string over_replicas(int dp) {
+  return dp > 1 ? "summed over the " + std::to_string(dp) + " replicas' steps" : "summed over the replica's steps";
+}
+
+// Critical path by class (replica time, Σ over replicas), as a share of the summed step time.
+void print_critical_path(std::ostream& o, const ServingBreakdown& b, int dp) {
+  o << "step time      " << f("%.3f s ", b.step_time) << over_replicas(dp);
+  if (dp > 1) o << f(" (%.3f s per replica)", b.step_time / dp);
+  o << "\ncritical path  by class, " << over_replicas(dp) << " (share of step time)\n";
+  const double total = b.step_time > 0 ? b.step_time : 1;
+  std::vector<std::pair<double, std::string>> rows;
+  for (int i = 0; i < kNumOpClasses; ++i) rows.push_back({b.critical[static_cast<std::size_t>(i)], to_string(static_cast<OpClass>(i))});
+  rows.push_back({b.idle_on_path, "waiting"});
+  std::sort(rows.rbegin(), rows.rend());
+  for (const auto& [t, name] : rows) {
+    if (t <= 0 || t < total * 0.005) continue;
+    o << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << f("%9.3f s", t)
+      << f("  %5.1f%%\n", 100 * t / total);
+  }
+}
+
+// Communication per GPU (mean over all GPUs of the run), and its share of the critical path.
+void print_communication(std::ostream& o, const ServingBreakdown& b, int dp, int gpus) {
+  const double busy = b.comm_busy / dp, exposed = b.comm_exposed / dp;
+  o << "communication  per GPU (mean of " << gpus << " GPUs): " << f("%.3f s busy = ", busy)
+    << f("%.3f s exposed (its compute idle) + ", exposed) << f("%.3f s overlapped with its compute\n", busy - exposed);
+  const char* kinds[4] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all + p2p"};
+  o << "  by kind      per GPU:";
+  for (std::size_t k = 0; k < 4; ++k)
+    if (b.coll_by_kind[k] > 0) o << " " << kinds[k] << f(" %.3f s;", b.coll_by_kind[k] / dp);
+  double on_path = 0;  // Σ over replicas
+  for (int i = 0; i < kNumOpClasses; ++i)
+    if (is_comm_class(static_cast<OpClass>(i))) on_path += b.critical[static_cast<std::size_t>(i)];
+  o << "\n  critical path " << f("%.3f s of communication", on_path / dp) << (dp > 1 ? f(" per replica (%.3f s ", on_path) : " (")
+    << over_replicas(dp) << f("; %.1f%% of step time)\n", b.step_time > 0 ? 100 * on_path / b.step_time : 0.0);
+}
+
 void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
                   const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
@@ -56,7 +95,10 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
     << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n\n";
   o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
   o << "throughput     " << f("%.0f tok/s", m.throughput_tok_s) << " (prompt + output), " << f("%.0f", m.output_tok_s)
-    << " output tok/s" << f(" (%.1f per GPU)\n", m.output_tok_s_per_gpu);
+    << " output tok/s" << f(" (%.1f per GPU) over the makespan\n", m.output_tok_s_per_gpu);
+  o << "steady state   " << f("%.0f output tok/s", m.steady_output_tok_s) << f(" (%.1f per GPU)", m.steady_output_tok_s_per_gpu)
+    << f(" in the saturated window %.2f", m.steady_start_s) << f("–%.2f s", m.steady_end_s)
+    << (m.steady_note.empty() ? "" : "; " + m.steady_note) << "\n";
   o << "TTFT ms        p50 " << f("%.1f", m.ttft_ms.p50) << "  p90 " << f("%.1f", m.ttft_ms.p90) << "  p99 "
     << f("%.1f\n", m.ttft_ms.p99);
   o << "TPOT ms        p50 " << f("%.2f", m.tpot_ms.p50) << "  p90 " << f("%.2f", m.tpot_ms.p90) << "  p99 "
@@ -68,29 +110,19 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
     << f("%.1f GB", (w.activations + w.comm_buffers) / 1e9) << ", KV capacity "
     << f("%.0f tokens per attention group", r.memory.kv_capacity_tokens) << f(" (%.0f GB usable)\n", r.memory.usable / 1e9);
   if (r.rejected_any) o << "warning        " << r.note << "\n";
+  o << "engine         " << plan.engine.preset << ", " << plan.dtypes.describe() << "; "
+    << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
+    << " not hidden by the GPU (summed over replicas)\n";
 
   const ServingBreakdown& b = r.breakdown;
-  double total = 0;
-  for (double x : b.critical) total += x;
-  o << "\nwhere the time goes — critical path over " << b.steps << " steps (" << b.prefill_tokens << " prefill + "
-    << b.decode_tokens << " decode tokens)\n";
-  std::vector<std::pair<double, int>> order;
-  for (int i = 0; i < kNumOpClasses; ++i) order.push_back({b.critical[static_cast<std::size_t>(i)], i});
-  std::sort(order.rbegin(), order.rend());
-  for (auto [t, i] : order) {
-    if (t <= 0 || t < total * 0.005) continue;
-    o << "  " << std::string(to_string(static_cast<OpClass>(i))) + std::string(16 - std::string(to_string(static_cast<OpClass>(i))).size(), ' ') << f("%9.3f s", t) << f("  %5.1f%%\n", 100 * t / total);
-  }
-  o << "communication  " << f("%.3f s busy per GPU", b.comm_busy) << ", " << f("%.3f s exposed on the critical path", b.comm_exposed)
-    << ", " << f("%.3f s overlapped\n", std::max(0.0, b.comm_busy - b.comm_exposed));
-  const char* kinds[4] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all + p2p"};
-  o << "  by kind     ";
-  for (int k = 0; k < 4; ++k)
-    if (b.coll_by_kind[static_cast<std::size_t>(k)] > 0) o << " " << kinds[k] << f(" %.3f s;", b.coll_by_kind[static_cast<std::size_t>(k)]);
-  o << "\n";
-  if (b.expert_time > 0)
-    o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts ("
-      << f("%.1f%% of expert time)\n", 100 * b.expert_imbalance / b.expert_time);
+  const Degrees& d = plan.deg;
+  o << "\nwhere the time goes — " << b.steps << " steps of " << d.dp << (d.dp > 1 ? " replicas" : " replica") << " ("
+    << b.prefill_tokens << " prefill + " << b.decode_tokens << " decode tokens)\n";
+  print_critical_path(o, b, d.dp);
+  print_communication(o, b, d.dp, d.dp * d.pp * d.unit());
+  if (d.ep > 1 && b.expert_time > 0)
+    o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts, "
+      << over_replicas(d.dp) << f(" (%.1f%% of its expert time)\n", 100 * b.expert_imbalance / b.expert_time);
   if (fr.tier != "analytic") {
     o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == "simgrid" ? " (stratified sample, representative layers)" : "")
       << ", " << fr.failed << " failed; step time SimGrid/analytic median " << f("%.3f", fr.ratio_median) << " ("
@@ -102,9 +134,9 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
     o << "\n";
     for (const auto& e : fr.errors) o << "  failed evaluation: " << e << "\n";
   }
-  if (plan.deg.pp > 1 && b.pipeline_span > 0)
+  if (d.pp > 1 && b.pipeline_span > 0)
     o << "pipeline       bubble " << f("%.1f%% of stage time", 100 * b.pipeline_bubble / b.pipeline_span) << " across "
-      << plan.deg.pp << " stages\n";
+      << d.pp << " stages, summed over replicas and stages\n";
 }
 
 void run(const SimulateOptions& opt) {
