@@ -165,52 +165,58 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
   // node's GPU on rail r, then leave through that GPU's NIC. So NVLink carries intra-node bytes
   // plus forwarded ones, and each (node, rail) NIC carries everything its node sends to rail r
   // elsewhere, and everything other nodes send to its own GPU. NVLink and NICs work at once; the
-  // busiest NVLink port or NIC sets the time.
-  std::vector<double> nv_out(p, 0), nv_in(p, 0);
-  std::map<std::pair<int, int>, double> nic_out, nic_in;   // (node, rail) → bytes
-  std::map<std::pair<int, int>, int> nic_gpu;               // (node, rail) → a GPU there (for its NIC bandwidth)
-  std::map<std::pair<int, int>, std::size_t> proxy;          // (node, rail) → index in gpus, when in the group
+  // busiest NVLink port or NIC sets the time. NICs are slots (group node index × rails).
+  const int rails = c.gpus_per_node();
+  std::vector<int> node(p), rail(p), node_index(p);
+  std::vector<int> nodes;  // distinct nodes in order of appearance
   for (std::size_t i = 0; i < p; ++i) {
-    auto key = std::make_pair(c.node_of(gpus[i]), c.rail_of(gpus[i]));
-    nic_gpu[key] = gpus[i];
-    proxy[key] = i;
+    node[i] = c.node_of(gpus[i]);
+    rail[i] = c.rail_of(gpus[i]);
+    auto it = std::find(nodes.begin(), nodes.end(), node[i]);
+    node_index[i] = static_cast<int>(it - nodes.begin());
+    if (it == nodes.end()) nodes.push_back(node[i]);
   }
-  double latency = 0;
+  const std::size_t slots = nodes.size() * static_cast<std::size_t>(rails);
+  std::vector<double> nv_out(p, 0), nv_in(p, 0), nic_out(slots, 0), nic_in(slots, 0);
+  std::vector<int> nic_gpu(slots, -1), proxy(slots, -1);  // a GPU there (its NIC bandwidth); the group member there
+  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * static_cast<std::size_t>(rails) + static_cast<std::size_t>(r); };
+  for (std::size_t i = 0; i < p; ++i) {
+    nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
+    proxy[slot(node_index[i], rail[i])] = static_cast<int>(i);
+  }
   bool any_net = false;
   for (std::size_t i = 0; i < p; ++i)
     for (std::size_t j = 0; j < p; ++j) {
       double b = matrix[i * p + j];
       if (i == j || b <= 0) continue;
-      if (c.same_nvlink_domain(gpus[i], gpus[j])) {
+      if (node[i] == node[j]) {
         nv_out[i] += b;
         nv_in[j] += b;
         continue;
       }
       any_net = true;
-      int src_node = c.node_of(gpus[i]), dst_rail = c.rail_of(gpus[j]);
-      auto out_key = std::make_pair(src_node, dst_rail);
-      if (dst_rail != c.rail_of(gpus[i])) {  // the NVLink leg to the proxy GPU
+      const std::size_t out = slot(node_index[i], rail[j]);
+      if (rail[j] != rail[i]) {  // the NVLink leg to the proxy GPU
         nv_out[i] += b;
-        auto it = proxy.find(out_key);
-        if (it != proxy.end()) nv_in[it->second] += b;
+        if (proxy[out] >= 0) nv_in[static_cast<std::size_t>(proxy[out])] += b;
       }
-      if (!nic_gpu.count(out_key)) nic_gpu[out_key] = gpus[i];
-      nic_out[out_key] += b;
-      nic_in[std::make_pair(c.node_of(gpus[j]), dst_rail)] += b;
+      if (nic_gpu[out] < 0) nic_gpu[out] = gpus[i];
+      nic_out[out] += b;
+      nic_in[slot(node_index[j], rail[j])] += b;
     }
-  latency = hop(c, gpus[0], gpus[1], m).alpha;
+  double latency = hop(c, gpus[0], gpus[1], m).alpha;
   if (any_net)
     for (std::size_t j = 1; j < p; ++j)
-      if (!c.same_nvlink_domain(gpus[0], gpus[j])) {
+      if (node[j] != node[0]) {
         latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
         break;
       }
   double worst = 0;
   for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, std::max(nv_out[i], nv_in[i]) / nv_bw);
-  for (const auto& [key, gpu] : nic_gpu) {
-    double net_bw = c.injection_bw(gpu) * eff.network;
-    double bytes = std::max(nic_out.count(key) ? nic_out[key] : 0.0, nic_in.count(key) ? nic_in[key] : 0.0);
-    if (net_bw > 0) worst = std::max(worst, bytes / net_bw);
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (nic_gpu[k] < 0) continue;
+    double net_bw = c.injection_bw(nic_gpu[k]) * eff.network;
+    if (net_bw > 0) worst = std::max(worst, std::max(nic_out[k], nic_in[k]) / net_bw);
   }
   return call_latency(CollKind::AllToAll, m) + latency + worst;
 }

@@ -207,6 +207,9 @@ Plan::Plan() {
 Dtypes default_dtypes(const ModelSpec& model) {
   Dtypes d;
   if (auto w = parse_dtype(model.weight_dtype)) d.weights = *w;
+  // Natively FP8 checkpoints (DeepSeek-V3, Kimi-K2) are served W8A8: activations quantised per
+  // token group, GEMMs in FP8 (DeepGEMM; SGLang, vLLM and TensorRT-LLM all run them so).
+  if (d.weights == Dtype::FP8) d.activations = Dtype::FP8;
   return d;
 }
 

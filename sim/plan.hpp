@@ -86,7 +86,8 @@ PlanDefaults plan_defaults(const ModelSpec& model);
 // A plan with everything at its default for `model` (Megatron sharding, default batching, the
 // model's dtypes and max_context); degrees all 1. The search's base plan.
 Plan default_plan(const ModelSpec& model);
-// Default dtypes for a model: weights in the model's native format when it is fp8 / mxfp4.
+// Default dtypes for a model: weights in the model's native format when it is fp8 / mxfp4, and
+// FP8 activations (W8A8) with native FP8 weights.
 Dtypes default_dtypes(const ModelSpec& model);
 
 // Parses the compact string. `gpus` resolves dp (and ep/etp); `defaults` fills unset dtypes and

@@ -56,6 +56,9 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   j["peak_seqs_per_attention_group"] = b.peak_seqs;
   j["prefill_tokens"] = b.prefill_tokens;
   j["decode_tokens"] = b.decode_tokens;
+  j["preemptions"] = b.preemptions;
+  j["recomputed_tokens"] = b.recomputed_tokens;
+  j["host_time_s"] = b.host_time;
   j["step_time_s"] = b.step_time;
   j["critical_path_s"] = by_class(b.critical, 1);
   j["idle_on_critical_path_s"] = b.idle_on_path;

@@ -29,9 +29,9 @@ namespace {
 using Interval = std::pair<double, double>;
 using Intervals = std::vector<Interval>;
 
-// Sorts and merges `v` into disjoint intervals.
+// Sorts and merges `v` into disjoint intervals (one stream's operations usually arrive in order).
 void merge(Intervals& v) {
-  std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
   std::size_t k = 0;
   for (const auto& x : v) {
     if (k > 0 && x.first <= v[k - 1].second) v[k - 1].second = std::max(v[k - 1].second, x.second);

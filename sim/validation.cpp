@@ -22,10 +22,9 @@ const char* kAic =
     "NVIDIA AIConfigurator measured tables for H100 SXM (github.com/ai-dynamo/aiconfigurator, "
     "systems/data/h100_sxm/";
 const char* kMoeMiss =
-    "too optimistic: the MoE layer's grouped GEMMs are priced on the dense GEMM curve at the same rows per expert, "
-    "and the routing, token permutation and finalize kernels are left out (no TensorRT-LLM 0.17 MoE kernel table was "
-    "available to calibrate them); trtllm-bench's own max batch and token budget are unpublished (the rows assume the "
-    "trtllm preset's 2,048 / 8,192)";
+    "open: too optimistic, not understood yet; not the MoE kernels (against TensorRT-LLM 1.3 MoE layer tables the "
+    "model is slower, not faster); candidates: TensorRT-LLM 0.17's older MoE plugin, and trtllm-bench's unpublished "
+    "max batch and token budget (the rows assume the trtllm preset's 2,048 / 8,192)";
 const char* kMlperf41 = "MLPerf Inference v4.1, NVIDIA closed, mlcommons/inference_results_v4.1 ";
 
 // Seconds of one collective over `gpus` GPUs (0..gpus−1) run as a one-operation step program.
