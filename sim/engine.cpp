@@ -5,6 +5,7 @@
 #include <map>
 
 #include "common/input_error.hpp"
+#include "common/text_number.hpp"
 
 namespace shardsim {
 
@@ -56,34 +57,6 @@ const std::map<std::string, EngineSettings>& presets() {
   return p;
 }
 
-long long parse_int(const std::string& v, const std::string& source, const std::string& field, long long lo, long long hi) {
-  std::size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (v.empty() || used != v.size()) throw InputError(source, field, "expected an integer, got \"" + v + "\"");
-  if (x < lo || x > hi)
-    throw InputError(source, field, "value " + v + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return x;
-}
-
-double parse_real(const std::string& v, const std::string& source, const std::string& field, double lo, double hi) {
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (v.empty() || used != v.size() || !std::isfinite(x)) throw InputError(source, field, "expected a number, got \"" + v + "\"");
-  if (x < lo || x > hi)
-    throw InputError(source, field, "value " + v + " out of range [" + format_number(lo) + ", " + format_number(hi) + "]");
-  return x;
-}
-
 bool parse_bool(const std::string& v, const std::string& source, const std::string& field) {
   if (v == "1" || v == "on" || v == "true") return true;
   if (v == "0" || v == "off" || v == "false") return false;
@@ -106,27 +79,27 @@ Preemption parse_preemption(const std::string& v, const std::string& source, con
 // Sets one field from text; the single table both readers go through.
 bool set_field(EngineSettings& e, const std::string& key, const std::string& v, const std::string& source,
                const std::string& field) {
-  if (key == "max_seqs") e.max_seqs = static_cast<int>(parse_int(v, source, field, 1, 1 << 20));
+  if (key == "max_seqs") e.max_seqs = static_cast<int>(parse_int_in(v, source, field, 1, 1 << 20));
   else if (key == "max_batch_tokens" || key == "max_num_tokens")
-    e.max_batch_tokens = static_cast<int>(parse_int(v, source, field, 1, 1 << 24));
-  else if (key == "max_context") e.max_context = static_cast<int>(parse_int(v, source, field, 1, 1 << 24));
-  else if (key == "prefill_chunk") e.prefill_chunk = static_cast<int>(parse_int(v, source, field, 0, 1 << 24));
-  else if (key == "max_output") e.max_output = static_cast<int>(parse_int(v, source, field, 0, 1 << 24));
+    e.max_batch_tokens = static_cast<int>(parse_int_in(v, source, field, 1, 1 << 24));
+  else if (key == "max_context") e.max_context = static_cast<int>(parse_int_in(v, source, field, 1, 1 << 24));
+  else if (key == "prefill_chunk") e.prefill_chunk = static_cast<int>(parse_int_in(v, source, field, 0, 1 << 24));
+  else if (key == "max_output") e.max_output = static_cast<int>(parse_int_in(v, source, field, 0, 1 << 24));
   else if (key == "kv_free_fraction") {
     e.kv_budget = KvBudget::FreeFraction;
-    e.kv_fraction = parse_real(v, source, field, 0.01, 1.0);
+    e.kv_fraction = parse_real_in(v, source, field, 0.01, 1.0);
   } else if (key == "mem_util" || key == "gpu_memory_utilization") {
     e.kv_budget = KvBudget::TotalFraction;
-    e.kv_fraction = parse_real(v, source, field, 0.05, 1.0);
+    e.kv_fraction = parse_real_in(v, source, field, 0.05, 1.0);
   } else if (key == "policy") e.policy = parse_policy(v, source, field);
   else if (key == "preemption") e.preemption = parse_preemption(v, source, field);
-  else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int(v, source, field, 1, 4096));
-  else if (key == "swap_bw") e.swap_bw = parse_real(v, source, field, 1e6, 1e13);
+  else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int_in(v, source, field, 1, 4096));
+  else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
-  else if (key == "launch_overhead_us") e.launch_overhead = parse_real(v, source, field, 0, 1e5) * 1e-6;
-  else if (key == "step_overhead_ms") e.step_overhead = parse_real(v, source, field, 0, 1e4) * 1e-3;
-  else if (key == "seq_overhead_us") e.seq_overhead = parse_real(v, source, field, 0, 1e5) * 1e-6;
-  else if (key == "runtime_reserve_gb") e.runtime_reserve = parse_real(v, source, field, 0, 1e3) * 1e9;
+  else if (key == "launch_overhead_us") e.launch_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
+  else if (key == "step_overhead_ms") e.step_overhead = parse_real_in(v, source, field, 0, 1e4) * 1e-3;
+  else if (key == "seq_overhead_us") e.seq_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
+  else if (key == "runtime_reserve_gb") e.runtime_reserve = parse_real_in(v, source, field, 0, 1e3) * 1e9;
   else return false;
   return true;
 }

@@ -10,6 +10,7 @@
 
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
+#include "common/text_number.hpp"
 #include "sim/megatron_rule.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -124,17 +125,7 @@ Dtype parse_dtype_or_throw(std::string_view v, const std::string& source, const 
 }
 
 int parse_positive_int(const std::string& v, const std::string& source, const std::string& field, int hi) {
-  std::size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty()) throw InputError(source, field, "expected an integer, got \"" + v + "\"");
-  if (x < 1 || x > hi)
-    throw InputError(source, field, "value " + v + " out of range [1, " + std::to_string(hi) + "]");
-  return static_cast<int>(x);
+  return static_cast<int>(parse_int_in(v, source, field, 1, hi));
 }
 
 }  // namespace

@@ -143,6 +143,9 @@ void run(const SimulateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
+  // Output paths are refused before any work, not after it.
+  for (const std::string& path : {opt.json_out, opt.timeline_out, opt.csv_out})
+    if (!path.empty()) check_output_path(path);
   // The worker pool forks its zygote before anything else runs (no threads exist yet).
   std::unique_ptr<WorkerPool> pool;
   if (opt.fidelity != "analytic")
