@@ -98,6 +98,11 @@ double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const 
 
 }  // namespace
 
+double small_group_fraction(int p, bool one_domain, const CollectiveModel& m) {
+  if (!one_domain || p < 2) return 1.0;
+  return std::min(1.0, m.small_group_base + m.small_group_step * (p - 2));
+}
+
 double call_latency(CollKind kind, const CollectiveModel& m) { return m.call_latency[static_cast<std::size_t>(kind)]; }
 
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
@@ -121,14 +126,16 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
   auto domains = by_domain(c, gpus);
   bool one_domain = domains.size() == 1;
   const double p = static_cast<double>(gpus.size());
+  // Ring and tree traffic of a small one-domain group moves as if it carried bytes / fraction.
+  const double rb = bytes / small_group_fraction(static_cast<int>(gpus.size()), one_domain, m);
   auto time_of = [&](CollAlgo a) -> double {
     switch (a) {
-      case CollAlgo::Ring: return ring(kind, p, bytes, ring_hop(c, gpus, m));
+      case CollAlgo::Ring: return ring(kind, p, rb, ring_hop(c, gpus, m));
       case CollAlgo::Tree:
-        return kind == CollKind::AllReduce ? tree_all_reduce(c, gpus, bytes, m) : ring(kind, p, bytes, ring_hop(c, gpus, m));
+        return kind == CollKind::AllReduce ? tree_all_reduce(c, gpus, rb, m) : ring(kind, p, rb, ring_hop(c, gpus, m));
       case CollAlgo::Nvls: return kind == CollKind::AllReduce && one_domain ? nvls(c, gpus, bytes, m) : 1e30;
       case CollAlgo::Hierarchical:
-        return one_domain ? ring(kind, p, bytes, ring_hop(c, gpus, m)) : hierarchical(c, kind, domains, bytes, m);
+        return one_domain ? ring(kind, p, rb, ring_hop(c, gpus, m)) : hierarchical(c, kind, domains, bytes, m);
       default: return 1e30;
     }
   };

@@ -37,6 +37,11 @@ struct CollectiveModel {
   // NVLS (in-switch reduction) pays a further set-up cost: NCCL uses it only above a few MiB, and
   // 1 MiB with NVLS forced takes ≈42 µs (Azure ND H100 v5 sweep) against 25 µs by ring.
   double nvls_latency = 40e-6;
+  // Groups of fewer than 5 GPUs inside one NVLink domain reach less ring bandwidth than 8 (NCCL
+  // runs fewer channels): fraction = min(1, small_group_base + small_group_step · (p − 2)),
+  // fitted to 256 MiB all-gathers on 2 and 4 GPUs (AIConfigurator NCCL tables); 1 from 7 GPUs on.
+  double small_group_base = 0.667;
+  double small_group_step = 0.0815;
   // Software overhead per algorithm step on top of the route latency (NCCL LL/LL128 protocol
   // hand-off): with call_latency, fitted to 1 MiB all-reduces on 2 and 8 GPUs (the 2-GPU point
   // separates the per-call from the per-step part).
@@ -51,6 +56,9 @@ struct CollectiveTime {
   CollAlgo algo = CollAlgo::Auto;   // the algorithm used (resolved when asked for Auto)
 };
 
+// Ring/tree bandwidth fraction of a group of p GPUs inside one NVLink domain (1 for p ≥ 5 or
+// for groups spanning domains). Both executors divide the ring/tree bytes by it.
+double small_group_fraction(int p, bool one_domain, const CollectiveModel& m);
 // Fixed cost of one call of `kind`.
 double call_latency(CollKind kind, const CollectiveModel& m);
 // The algorithm's own time, without the call latency (what the SimGrid expansion simulates).

@@ -492,10 +492,11 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
     const bool one_domain = domains.size() == 1;
     const int pi = static_cast<int>(n);
     const int ring_steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;
-    auto do_ring = [&] { ring(i, gpus, ring_steps, op.bytes / pi, from, to); };
+    const double rb = op.bytes / small_group_fraction(pi, one_domain, coll);  // collective_cost.hpp
+    auto do_ring = [&] { ring(i, gpus, ring_steps, rb / pi, from, to); };
     switch (ct.algo) {
       case CollAlgo::Tree:
-        if (op.coll == CollKind::AllReduce) tree(i, gpus, op.bytes, from, to);
+        if (op.coll == CollKind::AllReduce) tree(i, gpus, rb, from, to);
         else do_ring();
         break;
       case CollAlgo::Nvls:
