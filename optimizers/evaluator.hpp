@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "optimizers/score.hpp"
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace shardsim {
 

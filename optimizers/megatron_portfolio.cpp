@@ -3,9 +3,9 @@
 
 #include <numeric>
 
-#include "sim/megatron_rule.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/megatron_rule.hpp"
+#include "sim/plan/memory_model.hpp"
+#include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "optimizers/search_space.hpp"
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 
 namespace shardsim {
 

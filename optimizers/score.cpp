@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "sim/plan_check.hpp"
+#include "sim/plan/plan_check.hpp"
 
 namespace shardsim {
 

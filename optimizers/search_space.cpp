@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "common/input_error.hpp"
-#include "sim/megatron_rule.hpp"
+#include "sim/plan/megatron_rule.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

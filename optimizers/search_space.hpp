@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
 
 namespace shardsim {
 

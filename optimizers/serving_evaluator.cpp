@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "sim/metrics.hpp"
+#include "sim/serving/metrics.hpp"
 #include "topologies/cluster.hpp"
 
 namespace shardsim {

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "optimizers/evaluator.hpp"
-#include "sim/fidelity.hpp"
+#include "sim/simgrid/fidelity.hpp"
 
 namespace shardsim {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/plan.hpp"
-#include "sim/result_json.hpp"
-#include "sim/schedule_summary.hpp"
-#include "sim/serving.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/serving/result_json.hpp"
+#include "sim/step/schedule_summary.hpp"
+#include "sim/serving/serving.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"

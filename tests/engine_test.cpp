@@ -3,9 +3,9 @@
 #include <doctest/doctest.h>
 
 #include "common/input_error.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/memory_model.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/fidelity.hpp"
-#include "sim/metrics.hpp"
-#include "sim/plan.hpp"
-#include "sim/worker_pool.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/simgrid/fidelity.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/simgrid/worker_pool.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

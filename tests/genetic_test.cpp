@@ -16,7 +16,7 @@
 #include "optimizers/optimizer.hpp"
 #include "tests/search_fixtures.hpp"
 #include "optimizers/search_space.hpp"
-#include "sim/plan.hpp"
+#include "sim/plan/plan.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

@@ -4,10 +4,10 @@
 
 #include <numeric>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/collective_cost.hpp"
-#include "sim/lowering.hpp"
-#include "sim/plan.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/collective_cost.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/plan/plan.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"

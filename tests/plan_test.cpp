@@ -2,11 +2,11 @@
 #include <doctest/doctest.h>
 
 #include "common/input_error.hpp"
-#include "sim/megatron_rule.hpp"
-#include "sim/memory_model.hpp"
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/plan_layout.hpp"
+#include "sim/plan/megatron_rule.hpp"
+#include "sim/plan/memory_model.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
+#include "sim/plan/plan_layout.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

@@ -21,8 +21,8 @@
 #include "optimizers/rl_policy.hpp"
 #include "tests/search_fixtures.hpp"
 #include "optimizers/search_space.hpp"
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

@@ -2,10 +2,10 @@
 // host costs, and the steady-state window.
 #include <doctest/doctest.h>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/metrics.hpp"
-#include "sim/plan.hpp"
-#include "sim/serving.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/serving/serving.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"

@@ -13,7 +13,7 @@
 #include "optimizers/search_report.hpp"
 #include "optimizers/serving_evaluator.hpp"
 #include "optimizers/simple_optimizers.hpp"
-#include "sim/plan_check.hpp"
+#include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_io.hpp"
 #include "workloads/model.hpp"

@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "common/json_reader.hpp"
-#include "sim/analytic_executor.hpp"
-#include "sim/metrics.hpp"
-#include "sim/plan.hpp"
-#include "sim/serving.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/serving/serving.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

@@ -10,12 +10,12 @@
 #include <memory>
 #include <string>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/collective_cost.hpp"
-#include "sim/lowering.hpp"
-#include "sim/plan.hpp"
-#include "sim/simgrid_executor.hpp"
-#include "sim/simgrid_platform.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/collective_cost.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/simgrid/simgrid_executor.hpp"
+#include "sim/simgrid/simgrid_platform.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"

@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/validation.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/serving/validation.hpp"
 #include "topologies/cluster.hpp"
 
 using namespace shardsim;

@@ -1,5 +1,5 @@
-// tests/worker_pool_test.cpp — the worker-process pool (sim/worker_pool.hpp) and the wire encoding
-// of what will travel through it (sim/wire.hpp).
+// tests/worker_pool_test.cpp — the worker-process pool (sim/simgrid/worker_pool.hpp) and the wire encoding
+// of what will travel through it (sim/simgrid/wire.hpp).
 // Pools fork: each test constructs its pool before starting any thread of its own, and joins its
 // threads before the pool is destroyed. No timing assertions here (benchmarks live apart).
 #include <doctest/doctest.h>
@@ -18,11 +18,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "sim/analytic_executor.hpp"
-#include "sim/lowering.hpp"
-#include "sim/plan.hpp"
-#include "sim/wire.hpp"
-#include "sim/worker_pool.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/simgrid/wire.hpp"
+#include "sim/simgrid/worker_pool.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"

@@ -10,9 +10,9 @@
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
-#include "sim/plan.hpp"
-#include "sim/plan_check.hpp"
-#include "sim/plan_layout.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
+#include "sim/plan/plan_layout.hpp"
 #include "tools/cli/commands.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

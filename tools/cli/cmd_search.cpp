@@ -25,7 +25,7 @@
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
 #include "optimizers/serving_evaluator.hpp"
-#include "sim/worker_pool.hpp"
+#include "sim/simgrid/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/sim_inputs.hpp"
 

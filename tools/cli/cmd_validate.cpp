@@ -10,9 +10,9 @@
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
-#include "sim/analytic_executor.hpp"
-#include "sim/simgrid_executor.hpp"
-#include "sim/validation.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/simgrid/simgrid_executor.hpp"
+#include "sim/serving/validation.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace shardsim::cli {

@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sim/serving.hpp"
+#include "sim/serving/serving.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"

@@ -1,0 +1,80 @@
+// sim/plan/engine.hpp — the serving engine's settings, as users of TensorRT-LLM, vLLM and SGLang know them.
+//
+// Owns: EngineSettings (batch limits, KV-memory budget, scheduler policy, CUDA graphs, host cost
+// per iteration), the named presets, and reading them from the compact plan string and from the
+// plan JSON's "engine" object (docs/plan-format.md, "Engine settings"). Every limit is per
+// **engine = one replica** (the dp-th part of the cluster), never per GPU; a replica with
+// attention-DP splits max_seqs evenly over its attention groups.
+// Units: tokens, bytes, seconds. Thread-safety: value types and pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+
+namespace shardsim {
+
+// How KV-cache memory is budgeted on each GPU.
+enum class KvBudget {
+  FreeFraction,   // fraction of the memory left free after weights, activations and buffers (TensorRT-LLM
+                  // kv_cache_free_gpu_mem_fraction)
+  TotalFraction,  // fraction of the GPU's memory for everything, KV takes what is left (vLLM gpu_memory_utilization,
+                  // SGLang mem_fraction_static)
+};
+
+// When KV blocks are taken and what happens when they run out.
+enum class KvPolicy {
+  Reserve,       // reserve prompt + max_output tokens at admission (TensorRT-LLM GUARANTEED_NO_EVICT): never evicts
+  OnDemand,      // blocks as sequences grow; when a step needs a block and none is free, the most recently admitted
+                 // sequence is preempted (vLLM, SGLang, TensorRT-LLM MAX_UTILIZATION)
+  ReserveExact,  // reserve prompt + the request's true output length: an oracle no engine has (studies only)
+};
+enum class Preemption { Recompute, Swap };
+
+struct EngineSettings {
+  std::string preset = "vllm";   // the preset the other fields started from
+  int max_seqs = 1024;           // concurrent sequences per engine (replica); attention-DP groups get an equal share
+  int max_batch_tokens = 8192;   // tokens per iteration per engine (max_num_tokens / max_num_batched_tokens)
+  int max_context = 8192;        // longest prompt + output admitted, tokens
+  int prefill_chunk = 8192;      // chunked prefill: largest prompt chunk per iteration; 0 = whole prompts only
+  int max_output = 0;            // Reserve: output tokens reserved per request; 0 = max_context − prompt
+  KvBudget kv_budget = KvBudget::TotalFraction;
+  double kv_fraction = 0.9;      // the budget's fraction (see KvBudget)
+  KvPolicy policy = KvPolicy::OnDemand;
+  Preemption preemption = Preemption::Recompute;
+  int kv_block = 16;             // tokens per KV block (OnDemand allocates whole blocks)
+  double swap_bw = 25e9;         // Swap: host↔GPU bytes/s per GPU (PCIe 5 x16 achieved)
+  bool cuda_graphs = true;       // off: every kernel is launched by the host (see launch_overhead)
+  double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
+  double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
+  double seq_overhead = 2e-6;    // host seconds per sequence in the iteration
+  double runtime_reserve = 1.5 * 1024 * 1024 * 1024;  // bytes per GPU held by the CUDA context, libraries, allocator
+
+  bool operator==(const EngineSettings&) const = default;
+};
+
+const char* to_string(KvBudget b);
+const char* to_string(KvPolicy p);
+const char* to_string(Preemption p);
+
+// The named presets (docs/plan-format.md says where each figure comes from).
+const std::vector<std::string>& engine_preset_names();
+// Throws InputError(source, field, …) listing the names when `name` is unknown.
+EngineSettings engine_preset(const std::string& name, const std::string& source, const std::string& field);
+
+// Applies one compact-string key (max_seqs=, kv_fraction=, policy=, …) to `e`. Returns false when
+// `key` is not an engine key; throws InputError(source, key, reason) for a bad value.
+bool set_engine_key(EngineSettings& e, const std::string& key, const std::string& value, const std::string& source);
+// Keys set_engine_key knows, for error messages.
+const char* engine_key_list();
+// Reads the "engine" object: {"preset": "...", overrides…}; `e` holds the starting values.
+void engine_from_json(EngineSettings& e, JsonObject obj);
+json engine_to_json(const EngineSettings& e);
+// Compact-string items: "engine=NAME" unless it is the default preset, then the fields that differ
+// from the preset's (max_context aside), e.g. "engine=trtllm,max_seqs=896"; "" for the plain default.
+std::string engine_to_string(const EngineSettings& e);
+// Sequences one attention group may run: ⌈max_seqs / attn_dp⌉.
+int seqs_per_group(const EngineSettings& e, int attn_dp);
+
+}  // namespace shardsim

@@ -1,0 +1,106 @@
+// sim/plan/plan.hpp — how a model is laid onto a cluster: parallelism degrees, per-operator sharding,
+// rank mapping, engine settings and data types.
+//
+// Owns: Plan and its I/O (engine settings: sim/plan/engine.hpp) — JSON files (docs/plan-format.md), the compact degree string
+// ("tp=2,dp=4,weights=fp8"), and `load_plan`, which accepts either (or "megatron", see
+// sim/plan/megatron_rule.hpp). Semantic checks against a model and a cluster live in sim/plan_check.
+//
+// Degrees (all ≥ 1). A replica is pp × unit GPUs; the unit is one pipeline stage's GPUs.
+//   unit = tp × attn_dp   (attention: tp-way head parallel, attn_dp-way data parallel inside it)
+//   unit = ep × etp       (MoE: ep expert groups, each expert tensor-parallel over etp GPUs)
+//   gpus = dp × pp × tp × attn_dp;  sp ∈ {1, tp} turns on sequence parallelism in the TP group.
+// Defaults when a degree is not given: 1, except dp = the remaining factor of the GPU count, and
+// ep / etp fill the unit (etp = unit / ep, i.e. experts tensor-parallel like Megatron's TP rule).
+// Thread-safety: Plan is a value type.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "sim/plan/dtype.hpp"
+#include "sim/plan/engine.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+
+struct Degrees {
+  int dp = 1, tp = 1, pp = 1, ep = 1, etp = 1, attn_dp = 1, sp = 1;
+  int unit() const { return tp * attn_dp; }
+  int gpus() const { return dp * pp * tp * attn_dp; }
+  bool operator==(const Degrees&) const = default;
+};
+
+// Operators whose sharding a plan chooses (one choice per operator type).
+enum class Op { Qkv, AttnOut, Router, ExpertUp, ExpertDown, SharedExpert, DenseUp, DenseDown, Embed, LmHead };
+inline constexpr int kNumOps = 10;
+enum class Shard { Column, Row, Replicate, Vocab };
+
+const char* to_string(Op op);
+const char* to_string(Shard s);
+// The choices allowed for `op`; the first is the Megatron default.
+const std::vector<Shard>& allowed_shards(Op op);
+
+// Dimensions of the rank mapping, listed fastest-varying first.
+enum class MapDim { Tp, AttnDp, Pp, Dp };
+const char* to_string(MapDim d);
+
+struct Dtypes {
+  Dtype weights = Dtype::BF16;
+  Dtype activations = Dtype::BF16;
+  Dtype kv = Dtype::BF16;
+  bool operator==(const Dtypes&) const = default;
+  // The type GEMMs run in: FP8 only when weights are 8-bit or narrower *and* activations are FP8
+  // (W8A8); FP8 weights with BF16 activations are dequantised and multiplied in BF16 (W8A16).
+  Dtype math() const {
+    bool narrow = weights == Dtype::FP8 || weights == Dtype::FP4;
+    return narrow && activations == Dtype::FP8 ? Dtype::FP8 : Dtype::BF16;
+  }
+  // "W8A8 (FP8 GEMMs)", "W8A16 (FP8 weights, BF16 GEMMs)", …
+  std::string describe() const;
+};
+
+struct Plan {
+  std::string name;                                   // e.g. "megatron", or the file name
+  Degrees deg;
+  std::array<Shard, kNumOps> sharding{};              // indexed by Op
+  std::array<MapDim, 4> mapping{MapDim::Tp, MapDim::AttnDp, MapDim::Dp, MapDim::Pp};
+  EngineSettings engine;                              // batch limits, KV budget, scheduler (sim/plan/engine.hpp)
+  Dtypes dtypes;
+  bool allow_cross_node_tp = false;                   // permit TP/ETP groups spanning NVLink domains
+
+  Plan();                                             // Megatron default sharding
+  Shard shard(Op op) const { return sharding[static_cast<int>(op)]; }
+  bool operator==(const Plan&) const = default;
+};
+
+// What a plan takes from the model when the user does not say.
+struct PlanDefaults {
+  Dtypes dtypes;                 // weights in the model's native format (fp8 for DeepSeek-V3, …)
+  int max_context = 8192;        // min(8192, the model's max positions)
+};
+PlanDefaults plan_defaults(const ModelSpec& model);
+// A plan with everything at its default for `model` (Megatron sharding, default batching, the
+// model's dtypes and max_context); degrees all 1. The search's base plan.
+Plan default_plan(const ModelSpec& model);
+// Default dtypes for a model: weights in the model's native format when it is fp8 / mxfp4, and
+// FP8 activations (W8A8) with native FP8 weights.
+Dtypes default_dtypes(const ModelSpec& model);
+
+// Parses the compact string. `gpus` resolves dp (and ep/etp); `defaults` fills unset dtypes and
+// max_context. Throws InputError(source = the string, field = the key, reason).
+Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults);
+// Reads a plan JSON object (docs/plan-format.md); same defaulting rules.
+Plan plan_from_json(const json& j, const std::string& source, int gpus, const PlanDefaults& defaults);
+json plan_to_json(const Plan& p);
+// The compact string of a plan (degrees ≠ 1 and non-default choices), e.g. "dp=2,tp=4,ep=4".
+std::string plan_to_string(const Plan& p);
+
+// `spec` is a path to a plan JSON file, a compact string, or "megatron". The result is not yet
+// checked against the model/cluster beyond the GPU count — see check_plan().
+Plan load_plan(const std::string& spec, const ModelSpec& model, const Cluster& cluster);
+
+}  // namespace shardsim

@@ -1,0 +1,172 @@
+// sim/serving/result_json.cpp — result JSON, Chrome trace and request CSV writers.
+#include "sim/serving/result_json.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "sim/step/schedule_summary.hpp"
+
+namespace shardsim {
+
+static json pct(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+}
+
+// By class: seconds of `v` ÷ `div`, keyed by class name.
+static json by_class(const std::array<double, kNumOpClasses>& v, double div) {
+  json j = json::object();
+  for (int i = 0; i < kNumOpClasses; ++i) j[to_string(static_cast<OpClass>(i))] = v[static_cast<std::size_t>(i)] / div;
+  return j;
+}
+
+static json by_kind(const std::array<double, 4>& v, double div) {
+  const char* names[4] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all_and_p2p"};
+  json j = json::object();
+  for (std::size_t i = 0; i < 4; ++i) j[names[i]] = v[i] / div;
+  return j;
+}
+
+static double comm_on_critical_path(const ServingBreakdown& b) {
+  double s = 0;
+  for (int i = 0; i < kNumOpClasses; ++i)
+    if (is_comm_class(static_cast<OpClass>(i))) s += b.critical[static_cast<std::size_t>(i)];
+  return s;
+}
+
+// What each group of keys sums over (docs/simulation.md, "The breakdown").
+static json breakdown_scope(const Degrees& d) {
+  return {{"replicas", d.dp},
+          {"gpus_per_replica", d.pp * d.unit()},
+          {"replica_time", "step_time_s, critical_path_s, idle_on_critical_path_s, comm_critical_path_s, expert_time_s, "
+                           "expert_imbalance_s: seconds of replica steps, summed over all replicas' steps"},
+          {"per_gpu_time", "busy_s, collectives_busy_s, comm_busy_s, comm_exposed_s, comm_overlapped_s: each step's "
+                           "mean over its replica's GPUs, summed over all replicas' steps; per_gpu = these / replicas"},
+          {"pipeline", "pipeline_*_s: summed over replicas and stages; 0 when pp = 1 (no pipeline)"}};
+}
+
+// Sums over all replicas (keys as before), plus the scope and the per-replica / per-GPU means.
+json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
+  const double reps = std::max(1, d.dp);
+  const double comm_crit = comm_on_critical_path(b);
+  json j;
+  j["scope"] = breakdown_scope(d);
+  j["steps"] = b.steps;
+  j["executed_steps"] = b.executed_steps;
+  j["peak_seqs_per_attention_group"] = b.peak_seqs;
+  j["prefill_tokens"] = b.prefill_tokens;
+  j["decode_tokens"] = b.decode_tokens;
+  j["preemptions"] = b.preemptions;
+  j["recomputed_tokens"] = b.recomputed_tokens;
+  j["host_time_s"] = b.host_time;
+  j["step_time_s"] = b.step_time;
+  j["critical_path_s"] = by_class(b.critical, 1);
+  j["idle_on_critical_path_s"] = b.idle_on_path;
+  j["comm_critical_path_s"] = comm_crit;
+  j["busy_s"] = by_class(b.busy, 1);
+  j["collectives_busy_s"] = by_kind(b.coll_by_kind, 1);
+  j["comm_busy_s"] = b.comm_busy;
+  j["comm_exposed_s"] = b.comm_exposed;
+  j["comm_overlapped_s"] = b.comm_busy - b.comm_exposed;
+  j["expert_time_s"] = b.expert_time;
+  j["expert_imbalance_s"] = b.expert_imbalance;
+  j["pipeline_bubble_s"] = d.pp > 1 ? b.pipeline_bubble : 0.0;
+  j["pipeline_span_s"] = d.pp > 1 ? b.pipeline_span : 0.0;
+  j["per_replica_mean"] = {{"step_time_s", b.step_time / reps},
+                           {"critical_path_s", by_class(b.critical, reps)},
+                           {"comm_critical_path_s", comm_crit / reps},
+                           {"expert_time_s", b.expert_time / reps},
+                           {"expert_imbalance_s", b.expert_imbalance / reps}};
+  j["per_gpu"] = {{"busy_s", by_class(b.busy, reps)},
+                  {"collectives_busy_s", by_kind(b.coll_by_kind, reps)},
+                  {"comm_busy_s", b.comm_busy / reps},
+                  {"comm_exposed_s", b.comm_exposed / reps},
+                  {"comm_overlapped_s", (b.comm_busy - b.comm_exposed) / reps}};
+  return j;
+}
+
+json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
+                    const ServingOptions& o, double wall_s) {
+  json j;
+  j["schema"] = "shardsim.result/1";
+  j["inputs"] = {{"model", in.model},       {"cluster", in.cluster},   {"plan", in.plan},
+                 {"trace", in.trace},       {"requests", in.requests}, {"routing", in.routing},
+                 {"offline", in.offline},   {"fidelity", in.fidelity}, {"seed", in.seed},
+                 {"slo", {{"ttft_ms", o.slo_ttft * 1e3}, {"tpot_ms", o.slo_tpot * 1e3}}}};
+  j["plan"] = plan_to_json(plan);
+  j["feasible"] = true;
+  j["reasons"] = json::array();
+  if (r.rejected_any) j["reasons"].push_back(r.note);
+  const auto& mem = r.memory;
+  j["metrics"] = {{"requests", m.requests},
+                  {"completed", m.completed},
+                  {"makespan_s", m.makespan_s},
+                  {"throughput_tok_s", m.throughput_tok_s},
+                  {"output_tok_s", m.output_tok_s},
+                  {"output_tok_s_per_gpu", m.output_tok_s_per_gpu},
+                  {"steady_output_tok_s", m.steady_output_tok_s},
+                  {"steady_output_tok_s_per_gpu", m.steady_output_tok_s_per_gpu},
+                  {"steady_window",
+                   {{"start_s", m.steady_start_s},
+                    {"end_s", m.steady_end_s},
+                    {"trusted", m.steady_trusted},
+                    {"note", m.steady_note}}},
+                  {"request_s", m.request_s},
+                  {"goodput_req_s", m.goodput_req_s},
+                  {"slo_attainment", m.slo_attainment},
+                  {"ttft_ms", pct(m.ttft_ms)},
+                  {"tpot_ms", pct(m.tpot_ms)},
+                  {"e2e_ms", pct(m.e2e_ms)},
+                  {"queue_ms", pct(m.queue_ms)},
+                  {"memory_gb_per_gpu", (mem.worst().static_bytes()) / 1e9},
+                  {"memory",
+                   {{"weights_gb", mem.worst().weights / 1e9},
+                    {"activations_gb", mem.worst().activations / 1e9},
+                    {"comm_buffers_gb", mem.worst().comm_buffers / 1e9},
+                    {"runtime_gb", mem.worst().runtime / 1e9},
+                    {"usable_gb", mem.usable / 1e9},
+                    {"kv_capacity_tokens", mem.kv_capacity_tokens}}}};
+  j["breakdown"] = breakdown_to_json(r.breakdown, plan.deg);
+  j["provenance"] = {{"version", "shardsim 0.1.0"}, {"fidelity", in.fidelity}, {"seed", in.seed},
+                     {"steps_simulated", r.breakdown.steps}, {"wall_s", wall_s}};
+  return j;
+}
+
+std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu) {
+  json ev = json::array();
+  for (std::size_t r = 0; r < rank_gpu.size(); ++r) {
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
+                  {"args", {{"name", "GPU " + std::to_string(rank_gpu[r]) + " (rank " + std::to_string(r) + ")"}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+  }
+  for (const auto& e : events)
+    ev.push_back({{"name", e.name},
+                  {"cat", to_string(e.cls)},
+                  {"ph", "X"},
+                  {"pid", e.rank},
+                  {"tid", static_cast<int>(e.stream)},
+                  {"ts", e.start * 1e6},
+                  {"dur", e.duration * 1e6},
+                  {"args", {{"layer", e.layer}}}});
+  json j = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+  return j.dump() + "\n";
+}
+
+std::string requests_to_csv(const ServingResult& r, const ServingOptions& o) {
+  std::ostringstream s;
+  s << "id,replica,attn_group,arrival_s,prompt_tokens,output_tokens,admitted_s,first_token_s,finish_s,ttft_ms,tpot_ms,"
+       "completed,met_slo\n";
+  char buf[320];
+  for (const auto& q : r.requests) {
+    bool met = q.completed && q.ttft() <= o.slo_ttft && q.tpot() <= o.slo_tpot;
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%.6f,%d,%d,%.6f,%.6f,%.6f,%.3f,%.3f,%d,%d\n", q.id, q.replica, q.group,
+                  q.arrival, q.prompt_tokens, q.output_tokens, q.admitted, q.first_token, q.finish,
+                  q.completed ? q.ttft() * 1e3 : 0.0, q.completed ? q.tpot() * 1e3 : 0.0, q.completed ? 1 : 0,
+                  met ? 1 : 0);
+    s << buf;
+  }
+  return s.str();
+}
+
+}  // namespace shardsim

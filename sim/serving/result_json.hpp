@@ -1,0 +1,34 @@
+// sim/serving/result_json.hpp — the result file of `shardsim simulate` (schema "shardsim.result/1"),
+// the Chrome trace of a timeline, and the per-request CSV.
+//
+// Owns: the serialisations users read (DESIGN.md §4). Keys documented in docs/simulation.md.
+// Wall-time fields live only under "provenance" so results compare byte-for-byte otherwise.
+#pragma once
+
+#include <string>
+
+#include "common/json_reader.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/serving/serving.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+
+struct RunInputs {
+  std::string model, cluster, plan, trace, routing, fidelity;
+  int requests = 0;
+  bool offline = false;
+  unsigned long long seed = 0;
+};
+
+// The breakdown with what each figure sums over: `d` gives the replicas and GPUs per replica.
+json breakdown_to_json(const ServingBreakdown& b, const Degrees& d);
+json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
+                    const ServingOptions& o, double wall_s);
+// Chrome trace event format (opens in Perfetto): one process per GPU, one thread per stream.
+std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu);
+std::string requests_to_csv(const ServingResult& r, const ServingOptions& o);
+
+}  // namespace shardsim

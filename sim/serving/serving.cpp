@@ -1,0 +1,490 @@
+// sim/serving/serving.cpp — continuous batching per replica, pipeline virtual engines, request metrics.
+#include "sim/serving/serving.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "sim/step/lowering.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+
+namespace shardsim {
+
+namespace {
+
+struct Seq {
+  int req = 0;           // index into the trace / results; −1 once finished or preempted
+  int group = -1;        // attention-DP group
+  int engine = 0;        // pipeline virtual engine
+  int prompt = 0;        // tokens to prefill before decoding (after a recompute: prompt + generated)
+  int output = 0;        // tokens to generate in all
+  int prefilled = 0;     // of `prompt`, processed
+  int generated = 0;     // output tokens produced
+  long ctx = 0;          // tokens in the KV cache
+  long kv = 0;           // KV tokens reserved or allocated
+  long order = 0;        // admission order (the latest is preempted first)
+  bool swapped = false;  // preempted by swap: its KV waits in host memory
+};
+
+// What the steady-state window needs from a replica.
+struct ReplicaLoad {
+  double last_admission = 0;
+  int peak_running = 0;
+  std::vector<double> completions;
+};
+
+// Adds one replica step's timing to the run's sums (scopes: ServingBreakdown).
+void accumulate(ServingBreakdown& b, const StepTiming& t) {
+  b.step_time += t.makespan;
+  for (int i = 0; i < kNumOpClasses; ++i) {
+    b.critical[static_cast<std::size_t>(i)] += t.critical[static_cast<std::size_t>(i)];
+    b.busy[static_cast<std::size_t>(i)] += t.busy[static_cast<std::size_t>(i)];
+  }
+  for (std::size_t i = 0; i < 4; ++i) b.coll_by_kind[i] += t.coll_by_kind[i];
+  b.idle_on_path += t.idle_on_path;
+  b.comm_busy += t.comm_busy;
+  b.comm_exposed += t.comm_exposed;
+  b.expert_time += t.expert_time;
+  b.expert_imbalance += t.expert_imbalance;
+  b.steps += 1;
+}
+
+// Counts the operations of the busiest rank: the kernels its host launches in one step.
+int kernels_per_step(const StepProgram& p) {
+  std::vector<int> n(static_cast<std::size_t>(p.num_ranks()), 0);
+  for (const auto& op : p.ops) {
+    if (op.type == OpType::Collective) {
+      for (int r : p.groups[static_cast<std::size_t>(op.group)]) n[static_cast<std::size_t>(r)]++;
+    } else {
+      n[static_cast<std::size_t>(op.rank)]++;
+      if (op.type == OpType::Send) n[static_cast<std::size_t>(op.peer)]++;
+    }
+  }
+  return n.empty() ? 0 : *std::max_element(n.begin(), n.end());
+}
+
+class ReplicaSim {
+ public:
+  ReplicaSim(int replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RoutingSource* routing,
+             const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem, ServingResult& out)
+      : replica_(replica), plan_(plan), eng_(plan.engine), lowering_(plan, model, cluster, routing, replica), ex_(ex),
+        opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
+        groups_(plan.deg.attn_dp), engines_(plan.deg.pp), group_seqs_(seqs_per_group(plan.engine, plan.deg.attn_dp)),
+        kv_used_(static_cast<std::size_t>(groups_), 0), seqs_in_group_(static_cast<std::size_t>(groups_), 0),
+        seqs_in_engine_(static_cast<std::size_t>(engines_), 0), ready_(static_cast<std::size_t>(engines_), 0.0),
+        stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
+        stage_first_(static_cast<std::size_t>(engines_), -1.0) {}
+
+  void run(const std::vector<int>& reqs, ReplicaLoad& load) {
+    std::size_t next = 0;
+    long steps = 0;
+    while (true) {
+      int e = next_engine();
+      double t = ready_[static_cast<std::size_t>(e)];
+      if (t == kNever) break;
+      while (next < reqs.size() && out_.requests[static_cast<std::size_t>(reqs[next])].arrival <= t)
+        waiting_.push_back(new_seq(reqs[next++]));
+      admit(t, load);
+      grow_kv(e);
+      ReplicaBatch batch;
+      std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
+      build_batch(e, batch, work);
+      if (work.empty()) {
+        sleep(e, t, next < reqs.size() ? out_.requests[static_cast<std::size_t>(reqs[next])].arrival : kNever);
+        continue;
+      }
+      if (++steps > opt_.max_steps) break;
+      double end = run_step(e, t, batch, static_cast<int>(work.size()));
+      finish_step(work, end, load);
+      ready_[static_cast<std::size_t>(e)] = end;
+    }
+    for (int s = 0; s < engines_ && engines_ > 1; ++s) {  // one stage has no pipeline bubble
+      if (stage_first_[static_cast<std::size_t>(s)] < 0) continue;
+      double span = stage_free_[static_cast<std::size_t>(s)] - stage_first_[static_cast<std::size_t>(s)];
+      out_.breakdown.pipeline_span += span;
+      out_.breakdown.pipeline_bubble += std::max(0.0, span - stage_busy_[static_cast<std::size_t>(s)]);
+    }
+  }
+
+ private:
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  // The engine that is ready first; among equals, one with sequences, then the lowest index.
+  int next_engine() const {
+    int e = 0;
+    auto key = [&](int i) {
+      return std::make_pair(ready_[static_cast<std::size_t>(i)], seqs_in_engine_[static_cast<std::size_t>(i)] > 0 ? 0 : 1);
+    };
+    for (int k = 1; k < engines_; ++k)
+      if (key(k) < key(e)) e = k;
+    return e;
+  }
+
+  // Engine e has no work: sleep until the next arrival or until a busy engine finishes a step
+  // (which may free KV room for a waiting request).
+  void sleep(int e, double t, double next_arrival) {
+    double wake = next_arrival;
+    for (int k = 0; k < engines_; ++k)
+      if (k != e && seqs_in_engine_[static_cast<std::size_t>(k)] > 0) wake = std::min(wake, ready_[static_cast<std::size_t>(k)]);
+    if (wake == kNever && !waiting_.empty()) {  // nothing runs and the head still cannot start
+      reject();
+      wake = t;
+    }
+    ready_[static_cast<std::size_t>(e)] = wake == kNever ? kNever : std::max(t, wake);
+  }
+
+  Seq new_seq(int req) const {
+    const auto& r = out_.requests[static_cast<std::size_t>(req)];
+    Seq s;
+    s.req = req;
+    s.prompt = r.prompt_tokens;
+    s.output = r.output_tokens;
+    return s;
+  }
+
+  // KV tokens a sequence must hold when it is admitted.
+  long admission_kv(const Seq& s) const {
+    switch (eng_.policy) {
+      case KvPolicy::ReserveExact: return static_cast<long>(s.prompt) + s.output - s.generated;
+      case KvPolicy::Reserve: {
+        long out = eng_.max_output > 0 ? eng_.max_output : static_cast<long>(eng_.max_context) - s.prompt;
+        return std::min<long>(eng_.max_context, static_cast<long>(s.prompt) + std::max<long>(out, 1));
+      }
+      case KvPolicy::OnDemand: return blocks(s.swapped ? s.ctx + 1 : s.prompt + 1);
+    }
+    return s.prompt;
+  }
+
+  long blocks(long tokens) const {
+    long b = std::max(1, eng_.kv_block);
+    return (tokens + b - 1) / b * b;
+  }
+
+  // Largest KV a request can ever need: refused outright when it exceeds a group's capacity.
+  long lifetime_kv(const Seq& s) const {
+    if (eng_.policy == KvPolicy::OnDemand) return blocks(static_cast<long>(s.prompt) + s.output);
+    return admission_kv(s);
+  }
+
+  void reject() {
+    out_.rejected_any = true;
+    out_.note = "some requests need more KV cache than one attention group holds; they were not served";
+    waiting_.pop_front();
+  }
+
+  // FCFS admission (preempted sequences first, they sit at the head): the head waits for room.
+  void admit(double t, ReplicaLoad& load) {
+    while (!waiting_.empty()) {
+      Seq s = waiting_.front();
+      auto& r = out_.requests[static_cast<std::size_t>(s.req)];
+      if (lifetime_kv(s) > kv_capacity_) {
+        reject();
+        continue;
+      }
+      long need = admission_kv(s);
+      int best = -1;
+      for (int g = 0; g < groups_; ++g) {
+        if (seqs_in_group_[static_cast<std::size_t>(g)] >= group_seqs_) continue;
+        if (kv_used_[static_cast<std::size_t>(g)] + need > kv_capacity_) continue;
+        if (s.swapped && g != s.group) continue;  // swapped KV returns to its own group
+        if (best < 0 || seqs_in_group_[static_cast<std::size_t>(g)] < seqs_in_group_[static_cast<std::size_t>(best)]) best = g;
+      }
+      if (best < 0) return;
+      if (s.swapped) pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
+      s.swapped = false;
+      s.group = best;
+      s.engine = static_cast<int>(std::min_element(seqs_in_engine_.begin(), seqs_in_engine_.end()) - seqs_in_engine_.begin());
+      s.kv = need;
+      s.order = ++admissions_;
+      if (r.admitted < 0) r.admitted = t;
+      r.replica = replica_;
+      r.group = best;
+      load.last_admission = t;
+      kv_used_[static_cast<std::size_t>(best)] += need;
+      seqs_in_group_[static_cast<std::size_t>(best)]++;
+      out_.breakdown.peak_seqs = std::max(out_.breakdown.peak_seqs, seqs_in_group_[static_cast<std::size_t>(best)]);
+      seqs_in_engine_[static_cast<std::size_t>(s.engine)]++;
+      if (ready_[static_cast<std::size_t>(s.engine)] == kNever || ready_[static_cast<std::size_t>(s.engine)] < t)
+        ready_[static_cast<std::size_t>(s.engine)] = t;
+      running_.push_back(s);
+      load.peak_running = std::max(load.peak_running, static_cast<int>(running_.size()));
+      waiting_.pop_front();
+    }
+  }
+
+  // On-demand KV: every decoding sequence of engine e gets the block its next token needs;
+  // when a group has none free, its most recently admitted sequence is preempted.
+  void grow_kv(int e) {
+    if (eng_.policy != KvPolicy::OnDemand) return;
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+      Seq& s = running_[i];
+      if (s.req < 0 || s.engine != e || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
+      long more = blocks(s.ctx + 1) - s.kv;
+      auto& used = kv_used_[static_cast<std::size_t>(s.group)];
+      while (used + more > kv_capacity_ && s.req >= 0) preempt(latest_in_group(s.group));
+      if (s.req < 0) continue;  // it was the latest itself
+      used += more;
+      s.kv += more;
+    }
+    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
+  }
+
+  Seq& latest_in_group(int g) {
+    Seq* v = nullptr;
+    for (auto& s : running_)
+      if (s.req >= 0 && s.group == g && (v == nullptr || s.order > v->order)) v = &s;
+    return *v;
+  }
+
+  // Frees a running sequence's KV and puts it back at the head of the queue.
+  void preempt(Seq& s) {
+    out_.breakdown.preemptions++;
+    Seq back = s;
+    kv_used_[static_cast<std::size_t>(s.group)] -= s.kv;
+    seqs_in_group_[static_cast<std::size_t>(s.group)]--;
+    seqs_in_engine_[static_cast<std::size_t>(s.engine)]--;
+    back.kv = 0;
+    if (eng_.preemption == Preemption::Swap && s.prefilled >= s.prompt) {
+      back.swapped = true;
+      pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
+    } else {  // recompute: the prompt and what was generated are prefilled again
+      back.prompt = s.prefilled >= s.prompt ? static_cast<int>(s.ctx) + 1 : s.prompt;
+      back.prefilled = 0;
+      back.ctx = 0;
+      out_.breakdown.recomputed_tokens += s.ctx;
+    }
+    waiting_.push_front(back);
+    s.req = -1;
+  }
+
+  void build_batch(int e, ReplicaBatch& batch, std::vector<std::pair<Seq*, int>>& work) {
+    batch.groups.assign(static_cast<std::size_t>(groups_), {});
+    int budget = eng_.max_batch_tokens;
+    for (auto& s : running_) {  // decode first
+      if (s.engine != e || s.prefilled < s.prompt) continue;
+      if (budget <= 0) break;
+      batch.groups[static_cast<std::size_t>(s.group)].push_back(
+          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
+      work.emplace_back(&s, 1);
+      --budget;
+    }
+    for (auto& s : running_) {  // then prefill, in admission order
+      if (s.engine != e || s.prefilled >= s.prompt || budget <= 0) continue;
+      int remaining = s.prompt - s.prefilled;
+      int chunk = remaining;
+      if (eng_.prefill_chunk > 0) chunk = std::min({remaining, eng_.prefill_chunk, budget});
+      else if (chunk > budget && !work.empty()) continue;  // whole prompts only: wait for a step with room
+      batch.groups[static_cast<std::size_t>(s.group)].push_back(
+          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
+                  s.prefilled + chunk == s.prompt});
+      work.emplace_back(&s, chunk);
+      budget -= chunk;
+    }
+  }
+
+  // Executes (or recalls) the step's timing, adds the host's share, runs it through the pipeline
+  // stages; returns when the step's last stage ends.
+  double run_step(int e, double t, const ReplicaBatch& batch, int seqs) {
+    (void)e;
+    bool record = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
+    std::vector<TimelineEvent> events;
+    StepTiming timing = step_timing(batch, record, events);
+    accumulate(out_.breakdown, timing);
+    // Host: the scheduler's fixed and per-sequence work, swaps, and — without CUDA graphs — kernel
+    // launches, which stretch the GPU time when the host cannot keep ahead.
+    double host = eng_.step_overhead + eng_.seq_overhead * seqs + pending_swap_;
+    pending_swap_ = 0;
+    double launch = eng_.cuda_graphs ? 0 : timing.kernels * eng_.launch_overhead;
+    double stretch = timing.makespan > 0 && launch > timing.makespan ? launch / timing.makespan : 1.0;
+    out_.breakdown.host_time += host + (stretch - 1) * timing.makespan;
+    double clock = t + host;
+    double step_start = clock;
+    for (int s = 0; s < engines_; ++s) {
+      double st = stretch * (timing.stage_time.size() > static_cast<std::size_t>(s) ? timing.stage_time[static_cast<std::size_t>(s)]
+                                                                                   : (s == 0 ? timing.makespan : 0));
+      double begin = std::max(clock, stage_free_[static_cast<std::size_t>(s)]);
+      if (s == 0) step_start = begin;
+      if (stage_first_[static_cast<std::size_t>(s)] < 0) stage_first_[static_cast<std::size_t>(s)] = begin;
+      clock = begin + st;
+      stage_free_[static_cast<std::size_t>(s)] = clock;
+      stage_busy_[static_cast<std::size_t>(s)] += st;
+    }
+    if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
+    if (record) {
+      for (auto& ev : events) ev.start += step_start;
+      out_.timeline.insert(out_.timeline.end(), events.begin(), events.end());
+    }
+    return clock;
+  }
+
+  StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
+    StepTiming timing;
+    auto key = shape_key(batch);
+    StepCache& cache = opt_.step_cache ? *opt_.step_cache : cache_;
+    if (!key.empty()) key.push_back(replica_);
+    auto hit = key.empty() || record ? cache.end() : cache.find(key);
+    if (hit != cache.end()) {
+      timing = hit->second;
+    } else {
+      lowering_.lower(batch, program_);
+      timing = ex_.run(program_, record ? &events : nullptr);
+      timing.kernels = kernels_per_step(program_);
+      out_.breakdown.executed_steps++;
+      if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, timing);
+      if (!key.empty()) cache.emplace(std::move(key), timing);
+    }
+    if (opt_.transform_timing) {
+      StepTiming tt = opt_.transform_timing(timing);
+      double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;
+      for (auto& ev : events) {
+        ev.start *= r;
+        ev.duration *= r;
+      }
+      tt.kernels = timing.kernels;
+      timing = std::move(tt);
+    }
+    return timing;
+  }
+
+  // Bucketed shape of a step (see ServingOptions::shape_buckets_per_octave); empty = no memoising.
+  std::vector<int> shape_key(const ReplicaBatch& batch) const {
+    const int b = opt_.shape_buckets_per_octave;
+    if (b <= 0) return {};
+    auto q = [b](double x) {
+      return x <= 2.0 * b ? static_cast<int>(x) : static_cast<int>(2 * b + std::lround(b * std::log2(x / (2.0 * b))));
+    };
+    double sums[3] = {0, 0, 0}, maxs[3] = {0, 0, 0};
+    int emits = 0;
+    for (const auto& g : batch.groups) {
+      double v[3] = {0, 0, 0};
+      for (const auto& s : g) {
+        (s.new_tokens == 1 && s.context > 0 ? v[0] : v[1]) += s.new_tokens;
+        v[2] += s.context;
+        emits += s.emits;
+      }
+      for (int i = 0; i < 3; ++i) {
+        sums[i] += v[i];
+        maxs[i] = std::max(maxs[i], v[i]);
+      }
+    }
+    return {q(sums[0]), q(sums[1]), q(sums[2]), q(maxs[0]), q(maxs[1]), q(maxs[2]), q(emits)};
+  }
+
+  void finish_step(const std::vector<std::pair<Seq*, int>>& work, double end, ReplicaLoad& load) {
+    int emitted = 0;
+    for (auto [s, n] : work) {
+      auto& r = out_.requests[static_cast<std::size_t>(s->req)];
+      if (s->prefilled < s->prompt) {
+        s->prefilled += n;
+        s->ctx = s->prefilled;
+        out_.breakdown.prefill_tokens += n;
+        if (s->prefilled < s->prompt) continue;
+      } else {
+        s->ctx += 1;
+        out_.breakdown.decode_tokens += 1;
+      }
+      s->generated += 1;
+      ++emitted;
+      if (r.first_token < 0) r.first_token = end;
+      if (s->generated >= s->output) {
+        r.finish = end;
+        r.completed = true;
+        load.completions.push_back(end);
+        kv_used_[static_cast<std::size_t>(s->group)] -= s->kv;
+        seqs_in_group_[static_cast<std::size_t>(s->group)]--;
+        seqs_in_engine_[static_cast<std::size_t>(s->engine)]--;
+        s->req = -1;
+      }
+    }
+    if (emitted > 0) out_.emissions.push_back({end, emitted});
+    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
+  }
+
+  int replica_;
+  const Plan& plan_;
+  const EngineSettings& eng_;
+  Lowering lowering_;
+  const StepExecutor& ex_;
+  const ServingOptions& opt_;
+  double kv_capacity_;
+  double kv_bytes_per_token_;   // per GPU, the worst stage: what a swap moves per token
+  ServingResult& out_;
+  int groups_, engines_, group_seqs_;
+  std::vector<long> kv_used_;
+  std::vector<int> seqs_in_group_, seqs_in_engine_;
+  std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
+  std::deque<Seq> waiting_;
+  std::deque<Seq> running_;
+  long admissions_ = 0;
+  double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
+  StepProgram program_;  // reused step after step
+  StepCache cache_;  // memoised step timings by bucketed shape, when no shared cache is given
+};
+
+// The saturated window: from the moment every replica has turned its peak batch over once (as
+// many completions as its peak of running sequences) to the first replica's last admission
+// (after it, that replica only drains).
+SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<std::pair<double, int>>& emissions) {
+  SteadyWindow w;
+  w.start = 0;
+  w.end = std::numeric_limits<double>::infinity();
+  long turnover = 0;
+  for (const auto& l : loads) {
+    if (l.completions.empty()) continue;
+    std::size_t k = static_cast<std::size_t>(std::max(1, l.peak_running));
+    w.start = std::max(w.start, k <= l.completions.size() ? l.completions[k - 1] : l.completions.back());
+    w.end = std::min(w.end, l.last_admission);
+    turnover += l.peak_running;
+  }
+  std::sort(emissions.begin(), emissions.end());
+  if (!(w.end > w.start)) {
+    w = SteadyWindow{};
+    w.note = "no saturated window: the run ends before its batches turn over once (more requests, or a higher rate)";
+    return w;
+  }
+  for (const auto& [t, n] : emissions)
+    if (t > w.start && t <= w.end) w.tokens += n;
+  for (const auto& l : loads)
+    for (double t : l.completions)
+      if (t > w.start && t <= w.end) w.completions++;
+  w.trusted = w.completions >= turnover;
+  if (!w.trusted)
+    w.note = "short saturated window: " + std::to_string(w.completions) + " completions in it, fewer than one more turnover (" +
+             std::to_string(turnover) + "); use more requests";
+  return w;
+}
+
+}  // namespace
+
+ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
+                    const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
+  ServingResult out;
+  out.memory = plan_memory(plan, model, cluster);
+  out.requests.resize(trace.requests.size());
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+    auto& r = out.requests[i];
+    r.id = static_cast<int>(i);
+    r.arrival = options.offline ? 0.0 : trace.requests[i].arrival_s;
+    r.prompt_tokens = std::max(1, trace.requests[i].prompt_tokens);
+    r.admitted = r.first_token = -1;
+    r.output_tokens = std::max(1, trace.requests[i].output_tokens);
+  }
+  // Requests go round-robin to replicas in arrival order (replicas never talk to each other).
+  std::vector<std::vector<int>> per_replica(static_cast<std::size_t>(plan.deg.dp));
+  for (std::size_t i = 0; i < out.requests.size(); ++i) per_replica[i % per_replica.size()].push_back(static_cast<int>(i));
+  std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
+  for (int rep = 0; rep < plan.deg.dp; ++rep) {
+    ReplicaSim sim(rep, plan, model, cluster, routing, executor, options, out.memory, out);
+    sim.run(per_replica[static_cast<std::size_t>(rep)], loads[static_cast<std::size_t>(rep)]);
+  }
+  for (const auto& r : out.requests)
+    if (r.completed) out.makespan = std::max(out.makespan, r.finish);
+  out.steady = steady_window(loads, out.emissions);
+  return out;
+}
+
+}  // namespace shardsim

@@ -1,0 +1,123 @@
+// sim/serving/serving.hpp — the serving loop: continuous batching of a request trace on every replica.
+//
+// Owns: serve(), which replays requests on the plan's dp replicas (round-robin in arrival order),
+// and inside a replica to the attention-DP group with the fewest sequences. Each replica is one
+// engine with the plan's EngineSettings (sim/plan/engine.hpp): FCFS admission limited by max_seqs
+// (split over attention groups) and by the KV policy — reserve prompt + max output, reserve the
+// true output (an oracle), or allocate blocks on demand and preempt the most recently admitted
+// sequence (recompute or swap) when a step needs a block that is not free; the scheduler never
+// knows output lengths unless the policy is the oracle. Each step runs decode tokens first, then
+// prefill up to max_batch_tokens (whole prompts, or chunks of prefill_chunk). Every step is
+// lowered with its real tokens, contexts and routing and run by the executor; the host adds its
+// per-iteration and per-sequence cost and, without CUDA graphs, launches that can outlast the
+// GPU work. The steady-state window (SteadyWindow) runs from the moment every replica has turned
+// its peak batch over once to the first replica's last admission. Pipeline parallelism runs
+// pp micro-batches in flight ("virtual engines"): a micro-batch enters stage s when stage s is
+// free, so steady-state throughput follows the slowest stage and the bubble is measured.
+// Units: seconds. Thread-safety: serve() is pure given a thread-safe executor and routing.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/step/executor.hpp"
+#include "sim/plan/memory_model.hpp"
+#include "sim/plan/plan.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+class RoutingSource;
+struct RequestTrace;
+struct ReplicaBatch;
+
+// Step timings by bucketed step shape (+ replica), untransformed; see ServingOptions.
+using StepCache = std::map<std::vector<int>, StepTiming>;
+
+struct ServingOptions {
+  bool offline = false;            // all requests arrive at t = 0
+  double slo_ttft = 2.0;           // seconds
+  double slo_tpot = 0.2;           // seconds
+  int timeline_steps = 0;          // record the timeline of the first N steps of replica 0
+  long max_steps = 50'000'000;     // safety stop
+  // Step memoisation: steps whose shape (per attention group: decode sequences, prefill tokens,
+  // context tokens; sums and maxima) falls in the same ~6% buckets reuse one executed step's
+  // timing (its routing included). 0 = execute every step. The analytic tier uses it by default;
+  // the result reports how many steps were executed.
+  int shape_buckets_per_octave = 12;
+  // Called for every step that is executed (not memoised), in simulation order per replica.
+  std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
+  // A step cache shared between serve() calls (the simgrid tier's two passes); null = private.
+  std::shared_ptr<StepCache> step_cache;
+  // Applied to every step's timing (cached or executed) before the loop uses it; caches keep the
+  // untransformed timing. The simgrid tier scales by the SimGrid/analytic ratio here.
+  std::function<StepTiming(const StepTiming&)> transform_timing;
+};
+
+struct RequestResult {
+  int id = 0;
+  int replica = 0, group = 0;
+  int prompt_tokens = 0, output_tokens = 0;
+  double arrival = 0, admitted = 0, first_token = 0, finish = 0;  // seconds
+  double ttft() const { return first_token - arrival; }
+  double tpot() const { return output_tokens > 1 ? (finish - first_token) / (output_tokens - 1) : 0; }
+  bool completed = false;
+};
+
+// Sums over every step of every replica (the dp replicas' steps added together) of what the
+// executor reported (StepTiming; definitions in sim/step/schedule_summary.hpp). Two scopes:
+//   replica-time  step_time, critical, idle_on_path, expert_*: seconds of replica steps, Σ over
+//                 replicas (÷ dp = the mean replica's); Σ critical + idle_on_path = step_time.
+//   per-GPU time  busy, coll_by_kind, comm_*: each step's per-GPU mean over its replica's ranks,
+//                 Σ over replicas (÷ dp = the mean over all GPUs); comm_exposed ≤ comm_busy.
+// pipeline_*: replica time per stage, Σ over replicas and stages; a bubble only exists for pp > 1.
+struct ServingBreakdown {
+  double step_time = 0;                           // Σ step makespans (all replicas)
+  std::array<double, kNumOpClasses> critical{};   // Σ critical-path seconds by class (all replicas)
+  double idle_on_path = 0;                        // Σ critical-path waits (all replicas); 0 analytically
+  std::array<double, kNumOpClasses> busy{};       // Σ per-GPU busy seconds by class (all replicas)
+  std::array<double, 4> coll_by_kind{};           // as StepTiming::coll_by_kind, Σ over steps (all replicas)
+  double comm_busy = 0, comm_exposed = 0;         // Σ per-GPU communication busy / exposed (all replicas)
+  double expert_time = 0, expert_imbalance = 0;   // Σ slowest-rank expert time / its excess over the mean
+  double pipeline_bubble = 0;                     // Σ over replicas and stages of idle stage time
+  double pipeline_span = 0;                       // Σ over replicas and stages of the busy span
+  long steps = 0, prefill_tokens = 0, decode_tokens = 0;
+  long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
+  int peak_seqs = 0;                              // most sequences ever running in one attention group
+  long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)
+  long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)
+  double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
+};
+
+// The saturated part of a run (see serve()): what steady-state throughput is measured over.
+struct SteadyWindow {
+  double start = 0, end = 0;      // seconds; end ≤ start means no window
+  long tokens = 0;                // generated tokens emitted inside (start, end]
+  long completions = 0;           // requests completed inside
+  bool trusted = false;           // the window holds at least one more full turnover of the batch
+  std::string note;               // why it is missing or short
+  double seconds() const { return end > start ? end - start : 0; }
+};
+
+struct ServingResult {
+  std::vector<RequestResult> requests;
+  double makespan = 0;            // last completion, seconds
+  std::vector<std::pair<double, int>> emissions;  // (step end, tokens generated) over all replicas, sorted by time
+  SteadyWindow steady;
+  ServingBreakdown breakdown;
+  MemoryReport memory;
+  std::vector<TimelineEvent> timeline;
+  bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)
+  std::string note;               // e.g. why requests were rejected
+};
+
+ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
+                    const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options);
+
+}  // namespace shardsim

@@ -1,0 +1,308 @@
+// sim/serving/validation.cpp — the validation rows: kernels, collectives, end-to-end runs.
+#include "sim/serving/validation.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "sim/step/compute_cost.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/serving/serving.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+#include "workloads/routing_trace.hpp"
+
+namespace shardsim {
+
+namespace {
+
+constexpr double KiB = 1024.0, MiB = KiB * 1024, GiB = MiB * 1024;
+const char* kAic =
+    "NVIDIA AIConfigurator measured tables for H100 SXM (github.com/ai-dynamo/aiconfigurator, "
+    "systems/data/h100_sxm/";
+const char* kMoeMiss =
+    "open: too optimistic, not understood yet; not the MoE kernels (against TensorRT-LLM 1.3 MoE layer tables the "
+    "model is slower, not faster); candidates: TensorRT-LLM 0.17's older MoE plugin, and trtllm-bench's unpublished "
+    "max batch and token budget (the rows assume the trtllm preset's 2,048 / 8,192)";
+const char* kMlperf41 = "MLPerf Inference v4.1, NVIDIA closed, mlcommons/inference_results_v4.1 ";
+
+// Seconds of one collective over `gpus` GPUs (0..gpus−1) run as a one-operation step program.
+double one_collective(const StepExecutor& ex, CollKind kind, int gpus, double bytes) {
+  StepProgram p;
+  std::vector<int> ranks;
+  for (int g = 0; g < gpus; ++g) {
+    p.rank_gpu.push_back(g);
+    ranks.push_back(g);
+  }
+  int group = p.add_group(ranks);
+  StepOp op;
+  op.type = OpType::Collective;
+  op.cls = OpClass::TpComm;
+  op.group = group;
+  op.coll = kind;
+  op.bytes = bytes;
+  if (kind == CollKind::AllToAll) {
+    // nccl-tests alltoall: each rank sends bytes/p to every rank (itself included, which is free).
+    std::vector<double> mat(static_cast<std::size_t>(gpus * gpus), bytes / gpus);
+    for (int i = 0; i < gpus; ++i) mat[static_cast<std::size_t>(i * gpus + i)] = 0;
+    p.a2a.push_back(mat);
+    op.matrix = 0;
+  }
+  p.add(op, {});
+  return ex.run(p).makespan;
+}
+
+std::string size_name(double bytes) {
+  char buf[32];
+  if (bytes >= GiB) std::snprintf(buf, sizeof buf, "%.0f GiB", bytes / GiB);
+  else if (bytes >= MiB) std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / MiB);
+  else std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / KiB);
+  return buf;
+}
+
+// --- kernels (executor-independent: the compute model itself) ---
+
+void kernel_rows(std::vector<ValidationRow>& rows) {
+  const GpuSpec& h100 = gpu_preset("H100-SXM-80GB");
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;  // microbenchmarks run at boost clock
+  auto gemm = [&](const char* dt, Dtype math, double m, double n, double k, double us, const char* sets) {
+    double wb = math == Dtype::FP8 ? 1 : 2;
+    double t = compute_time(h100, ComputeKind::Gemm, m, 2 * m * n * k, n * k * wb + m * k * wb + m * n * 2, math, cm);
+    char name[96];
+    std::snprintf(name, sizeof name, "H100 %s GEMM M=%.0f N=%.0f K=%.0f", dt, m, n, k);
+    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration, sets,
+                    std::string(kAic) + "gemm/trtllm/1.3.0rc20/gemm_perf.parquet)", "one GEMM, TensorRT-LLM Linear", ""});
+  };
+  const char* bf = "gemm_bf16 curve (max_eff 0.82, hbm_eff 0.86, overlap_loss 0.2, 4 µs): fit to 2,500 shapes, RMS 6.7%";
+  const char* f8 = "gemm_fp8 curve (max_eff 0.60, hbm_eff 0.80, overlap_loss 0.3, 12 µs): fit to 2,500 shapes, RMS 10%";
+  gemm("BF16", Dtype::BF16, 1, 8192, 8192, 49.2, bf);
+  gemm("BF16", Dtype::BF16, 1024, 8192, 8192, 190.7, bf);
+  gemm("BF16", Dtype::BF16, 4096, 5120, 8192, 435.4, bf);
+  gemm("FP8", Dtype::FP8, 1, 8192, 8192, 37.4, f8);
+  gemm("FP8", Dtype::FP8, 128, 8192, 8192, 42.5, f8);
+  gemm("FP8", Dtype::FP8, 4096, 5120, 8192, 319.2, f8);
+  // Attention with Llama-70B heads (64 query, 8 KV, dim 128).
+  auto prefill = [&](double b, double s, double us) {
+    double flops = b * 2 * s * (s + 1) / 2 * 64 * 256;
+    double t = compute_time(h100, ComputeKind::PrefillAttention, s, flops, b * s * 2 * 8 * 128 * 2 * 2, Dtype::BF16, cm);
+    char name[96];
+    std::snprintf(name, sizeof name, "H100 prefill attention b=%.0f s=%.0f (64/8 heads, BF16)", b, s);
+    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration,
+                    "attn_prefill curve (max_eff 0.60, half at 1,500 tokens of KV)",
+                    std::string(kAic) + "attention/trtllm/1.3.0rc20/context_attention_perf.parquet)", "causal, one kernel", ""});
+  };
+  prefill(1, 8192, 2165.35);
+  prefill(1, 2048, 209.16);
+  auto decode = [&](double b, double kv, double us) {
+    double bytes = b * kv * 2 * 8 * 128 * 1.0;  // FP8 KV
+    double t = compute_time(h100, ComputeKind::DecodeAttention, 1, b * 2 * kv * 64 * 256, bytes, Dtype::BF16, cm);
+    char name[96];
+    std::snprintf(name, sizeof name, "H100 decode attention b=%.0f KV=%.0f (64/8 heads, FP8 KV)", b, kv);
+    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration,
+                    "attn_decode curve (hbm_eff 0.90 ≈ 3.0 TB/s, half at 8 MB, 8 µs)",
+                    std::string(kAic) + "attention/trtllm/1.3.0rc20/generation_attention_perf.parquet)", "paged KV, one kernel", ""});
+  };
+  decode(32, 8192, 185.61);
+  decode(128, 2048, 185.29);
+}
+
+// --- collectives ---
+
+struct CollPoint {
+  CollKind kind;
+  int gpus;
+  double bytes;
+  double us;
+};
+
+void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& rows) {
+  const std::string nccl = std::string(kAic) + "comm/nccl/2.29.2/nccl_perf.parquet), nccl-tests fp16, out-of-place";
+  Cluster node = load_cluster("dgx-h100:1");
+  auto ex = make(node);
+  auto add = [&](const CollPoint& c, RowRole role, const std::string& source, const std::string& miss = "") {
+    char name[96];
+    std::snprintf(name, sizeof name, "%d×H100 %s %s", c.gpus, to_string(c.kind), size_name(c.bytes).c_str());
+    double t = one_collective(*ex, c.kind, c.gpus, c.bytes);
+    rows.push_back({name, "collectives", "µs", c.us, t * 1e6, role == RowRole::Calibration ? 0.05 : 0.25, role,
+                    role == RowRole::Calibration ? "call_latency of its kind (CollectiveModel), NVLink efficiency" : "",
+                    source, "one collective on GPUs 0..p−1 of one DGX-H100", miss});
+  };
+  // Calibration: 1 MiB on 8 GPUs (each kind's call latency) and on 2 GPUs (the per-step overhead).
+  for (const CollPoint& c : {CollPoint{CollKind::AllReduce, 8, 1 * MiB, 25.40}, CollPoint{CollKind::AllGather, 8, 1 * MiB, 17.13},
+                             CollPoint{CollKind::ReduceScatter, 8, 1 * MiB, 14.64}, CollPoint{CollKind::AllToAll, 8, 1 * MiB, 15.61}})
+    add(c, RowRole::Calibration, nccl);
+  for (const CollPoint& c : {CollPoint{CollKind::AllGather, 2, 256 * MiB, 548.55}, CollPoint{CollKind::AllGather, 4, 256 * MiB, 660.74}}) {
+    add(c, RowRole::Calibration, nccl);
+    rows.back().sets = "small_group_base / small_group_step (ring bandwidth of 2–4 GPU groups)";
+  }
+  add(CollPoint{CollKind::AllReduce, 2, 1 * MiB, 14.71}, RowRole::Calibration, nccl,
+      "one call latency and one per-step overhead cannot put 1 MiB on 2 and on 8 GPUs both within 5% (8 GPUs "
+      "take the tree algorithm, 2 the ring, and the 2-GPU ring also carries the small-group bandwidth penalty "
+      "fitted at 256 MiB); the 8-GPU point, which TP8 and EP8 plans use, was kept inside");
+  // Checks on the same node, never fitted: other group sizes and message sizes. The ring
+  // bandwidth (NVLink efficiency 0.82 ≈ 370 GB/s) and NVLS bus bandwidth (480 GB/s) come from
+  // NCCL's maintainers' figures, NVLS set-up from the Azure sweep.
+  for (const CollPoint& c : {CollPoint{CollKind::AllReduce, 8, 16 * MiB, 121.91}, CollPoint{CollKind::AllReduce, 8, 256 * MiB, 1092.10},
+                             CollPoint{CollKind::AllGather, 8, 16 * MiB, 68.86}, CollPoint{CollKind::AllGather, 8, 256 * MiB, 728.79},
+                             CollPoint{CollKind::AllToAll, 8, 16 * MiB, 75.66}, CollPoint{CollKind::AllToAll, 8, 256 * MiB, 763.91},
+                             CollPoint{CollKind::AllReduce, 4, 1 * MiB, 18.13}, CollPoint{CollKind::AllGather, 4, 1 * MiB, 13.60},
+                             CollPoint{CollKind::AllReduce, 2, 16 * MiB, 82.24}, CollPoint{CollKind::AllReduce, 4, 16 * MiB, 98.98},
+                             CollPoint{CollKind::AllReduce, 4, 256 * MiB, 1181.0}, CollPoint{CollKind::AllGather, 4, 16 * MiB, 66.21}})
+    add(c, RowRole::Check, nccl);
+  add(CollPoint{CollKind::AllGather, 2, 1 * MiB, 11.30}, RowRole::Check, nccl,
+      "latency-bound: a 2-GPU call costs less than the call latency fitted on 8 GPUs");
+  add(CollPoint{CollKind::AllGather, 2, 16 * MiB, 56.00}, RowRole::Check, nccl,
+      "mid-size messages on 2 GPUs run below even the small-group bandwidth fitted at 256 MiB (protocol and "
+      "pipelining effects the alpha-beta form does not have)");
+  add(CollPoint{CollKind::AllReduce, 2, 256 * MiB, 881.30}, RowRole::Check, nccl,
+      "the small-group bandwidth penalty is fitted on all-gathers (245 GB/s bus bandwidth on 2 GPUs); 2-GPU "
+      "all-reduces reach 305 GB/s, so the penalty overshoots them at large sizes");
+  // Checks across nodes: 4 × DGX-H100 on NDR InfiniBand.
+  Cluster four = load_cluster("dgx-h100:4");
+  auto ex4 = make(four);
+  const std::string vp = "Voltage Park 4×8 H100, NDR IB, NCCL 2.24.3 (github.com/ZiyanIshani/vpbenchmarking, "
+                         "results/nccl/nccl_multinode/nccl_allreduce_20260224_225706.txt)";
+  for (auto [bytes, us] : {std::pair{1 * MiB, 92.47}, std::pair{16 * MiB, 272.07}, std::pair{128 * MiB, 944.74},
+                           std::pair{8 * GiB, 50291.8}}) {
+    double t = one_collective(*ex4, CollKind::AllReduce, 32, bytes);
+    std::string miss = bytes < GiB ? "NCCL's inter-node protocol cost (proxy thread and IB round trips, several µs per "
+                                     "step of the cross-node ring or tree) is not modelled beyond link latencies; the "
+                                     "source also reports 3 active IB ports per node, not 8"
+                                   : "";
+    rows.push_back({"32×H100 (4 nodes) all-reduce " + size_name(bytes), "collectives", "µs", us, t * 1e6, 0.25,
+                    RowRole::Check, "", vp, "one all-reduce over 4 DGX-H100 on a rail-optimised NDR fat-tree", miss});
+  }
+}
+
+// --- end to end ---
+
+struct EndToEnd {
+  std::string name, model, cluster, plan, trace;
+  int requests = 0;
+  bool offline = true;
+  bool steady = true;          // MLPerf: steady-state tokens/s; trtllm-bench: over the makespan
+  int per_group = 1;           // published figure is per engine of this many replicas (trtllm-bench rows)
+  double tok_s = 0;            // published output tokens/s (0 = not a row)
+  double ttft50 = 0, ttft99 = 0, tpot50 = 0, tpot99 = 0;  // published, ms (0 = none)
+  std::string source, known_miss_tok, known_miss_latency;
+};
+
+// OpenOrca as the MLPerf Llama-2-70B dataset: lognormal prompts and outputs with the published
+// means and medians (σ² = 2 ln(mean/median)), clamped to its limits (REFERENCE.md §V).
+std::string openorca(int n, double rate) {
+  double sp = std::sqrt(2 * std::log(222.3 / 152)), so = std::sqrt(2 * std::log(290.3 / 262));
+  char spec[256];
+  std::snprintf(spec, sizeof spec,
+                "synthetic:n=%d,%sprompt=lognormal:222.3:%.4f:1024,output=lognormal:290.3:%.4f:1024,seed=7", n,
+                rate > 0 ? ("rate=" + std::to_string(rate) + ",arrival=poisson,").c_str() : "", sp, so);
+  return spec;
+}
+
+std::vector<EndToEnd> end_to_end_cases(double scale) {
+  auto n = [scale](int x) { return std::max(200, static_cast<int>(x * scale)); };
+  const std::string mlperf_h100 =
+      "tp=2,dp=4,weights=fp8,act=fp8,kv=fp8,engine=trtllm-mlperf,max_batch_tokens=4096,kv_free_fraction=0.9,max_context=2048";
+  const std::string mlperf_h200 =
+      "tp=1,dp=8,weights=fp8,act=fp8,kv=fp8,engine=trtllm-mlperf,max_batch_tokens=4096,kv_free_fraction=0.9,max_context=2048";
+  const std::string trt = "weights=fp8,act=fp8,kv=fp8,engine=trtllm,kv_free_fraction=0.95,max_output=1000,max_context=2048";
+  const std::string bench = "TensorRT-LLM perf overview v0.17 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md), "
+                            "trtllm-bench, FP8, 1000/1000 tokens, 3000 requests";
+  std::vector<EndToEnd> c;
+  c.push_back({"Llama-2-70B Offline, DGX-H100 (TP2×4, FP8)", "llama2-70b", "dgx-h100:1", mlperf_h100 + ",max_seqs=896",
+               openorca(n(24576), 0), n(24576), true, true, 1, 24524.9, 0, 0, 0, 0,
+               std::string(kMlperf41) + "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99/Offline", ""});
+  c.push_back({"Llama-2-70B Server 75 q/s, DGX-H100 (TP2×4, FP8)", "llama2-70b", "dgx-h100:1", mlperf_h100 + ",max_seqs=1024",
+               openorca(n(24576), 75), n(24576), false, true, 1, 21605.79, 273.0, 461.3, 156.4, 175.4,
+               std::string(kMlperf41) + "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99/Server", "",
+               "not understood: at the same batch the simulated TP2 iteration is within 5% of the measured one "
+               "(Offline row), but the measured Server run holds ≈840 sequences per engine at 155 ms per iteration "
+               "while delivering 89% of the Offline rate; the simulated engines keep up with ≈310 sequences at 57 ms. "
+               "Some cost that grows under Server load (streaming every token back to LoadGen, per-request "
+               "callbacks) is missing; the H200 TP1 Server rows, same harness, are inside"});
+  c.push_back({"Llama-2-70B Offline, 8×H200 (TP1×8, FP8)", "llama2-70b", "dgx-h200:1", mlperf_h200 + ",max_seqs=806",
+               openorca(n(24576), 0), n(24576), true, true, 1, 31302.7, 0, 0, 0, 0,
+               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Offline", ""});
+  c.push_back({"Llama-2-70B Server 101 q/s, 8×H200 (TP1×8, FP8)", "llama2-70b", "dgx-h200:1", mlperf_h200 + ",max_seqs=896",
+               openorca(n(24576), 101), n(24576), false, true, 1, 29228.22, 180.8, 452.7, 124.3, 146.0,
+               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Server", ""});
+  const std::string fixed = "synthetic:n=%N%,prompt=fixed:1000,output=fixed:1000,seed=7";
+  auto fixed_n = [&](int x) {
+    std::string s = fixed;
+    s.replace(s.find("%N%"), 3, std::to_string(x));
+    return s;
+  };
+  c.push_back({"Mixtral-8x7B TP2, H100 (trtllm-bench)", "mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4," + trt, fixed_n(4 * n(3000)),
+               4 * n(3000), true, false, 4, 15770.89, 0, 0, 0, 0, bench, kMoeMiss});
+  c.push_back({"Mixtral-8x7B TP8, H100 (trtllm-bench)", "mixtral-8x7b", "dgx-h100:1", "tp=8," + trt, fixed_n(n(3000)), n(3000),
+               true, false, 1, 40631.71, 0, 0, 0, 0, bench, kMoeMiss});
+  c.push_back({"Mixtral-8x22B TP8, H100 (trtllm-bench)", "mixtral-8x22b", "dgx-h100:1", "tp=8," + trt, fixed_n(n(3000)), n(3000),
+               true, false, 1, 16573.24, 0, 0, 0, 0, bench, kMoeMiss});
+  return c;
+}
+
+void end_to_end_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows) {
+  for (const EndToEnd& e : end_to_end_cases(opt.request_scale)) {
+    ModelSpec model = load_model(e.model);
+    Cluster cluster = load_cluster(e.cluster);
+    Plan plan = plan_from_string(e.plan, cluster.num_gpus(), plan_defaults(model));
+    RequestTrace trace = load_request_trace(e.trace);
+    auto ex = make(cluster);
+    ServingOptions so;
+    so.offline = e.offline;
+    // MoE rows: the default synthetic routing (balanced-trained experts, mild skew).
+    std::unique_ptr<RoutingSource> routing;
+    if (model.is_moe()) routing = make_routing("synthetic:seed=7", model.routing_shape());
+    ServingResult r = serve(plan, model, cluster, trace, routing.get(), *ex, so);
+    Metrics m = summarize(r, so, cluster.num_gpus());
+    std::string setup = e.model + " on " + e.cluster + ", plan " + plan_to_string(plan) + ", " + std::to_string(e.requests) +
+                        (e.offline ? " requests at t=0" : " requests, Poisson arrivals") + ", trace " + e.trace;
+    double tok = (e.steady ? m.steady_output_tok_s : m.output_tok_s) / e.per_group;
+    rows.push_back({e.name + (e.steady ? ", steady tok/s" : ", tok/s over the run"), "end-to-end throughput", "tok/s", e.tok_s,
+                    tok, 0.10, RowRole::Check, "", e.source, setup, e.known_miss_tok});
+    auto lat = [&](const char* what, double pub, double sim) {
+      if (pub > 0)
+        rows.push_back({e.name + ", " + what, "server latency", "ms", pub, sim, 0.25, RowRole::Check, "", e.source, setup,
+                        e.known_miss_latency});
+    };
+    lat("TTFT p50", e.ttft50, m.ttft_ms.p50);
+    lat("TTFT p99", e.ttft99, m.ttft_ms.p99);
+    lat("TPOT p50", e.tpot50, m.tpot_ms.p50);
+    lat("TPOT p99", e.tpot99, m.tpot_ms.p99);
+  }
+}
+
+}  // namespace
+
+const char* to_string(RowRole r) { return r == RowRole::Calibration ? "calibration" : "check"; }
+
+std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options) {
+  std::vector<ValidationRow> rows;
+  kernel_rows(rows);
+  collective_rows(make_executor, rows);
+  if (options.end_to_end) end_to_end_rows(make_executor, options, rows);
+  return rows;
+}
+
+json validation_to_json(const std::vector<ValidationRow>& rows, const std::string& executor) {
+  json out = json::array();
+  for (const auto& r : rows)
+    out.push_back({{"name", r.name},
+                   {"group", r.group},
+                   {"role", to_string(r.role)},
+                   {"unit", r.unit},
+                   {"published", r.published},
+                   {"simulated", r.simulated},
+                   {"error", r.error()},
+                   {"tolerance", r.tolerance},
+                   {"within", r.within()},
+                   {"sets", r.sets},
+                   {"source", r.source},
+                   {"setup", r.setup},
+                   {"known_miss", r.known_miss},
+                   {"executor", executor}});
+  return out;
+}
+
+}  // namespace shardsim

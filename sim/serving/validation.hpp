@@ -1,0 +1,59 @@
+// sim/serving/validation.hpp — simulated vs published figures: the tables of docs/validation.md.
+//
+// Owns: the validation rows and their sources. Every row is either a **calibration** row (its
+// measurement set a constant of the model; the row names the constant) or a **check** row (never
+// used to set anything). Calibration: kernel times of H100 GEMMs and attention, and NCCL
+// collectives on 8×H100 (NVIDIA AIConfigurator's measured tables). Checks: collectives on 2 and
+// 4 GPUs of the same node and across 4 nodes, MLPerf Inference v4.1 Llama-2-70B Offline and Server
+// on DGX-H100 and H200 (throughput, TTFT and TPOT p50/p99), and TensorRT-LLM's published
+// Mixtral-8x7B / 8x22B throughputs — each end-to-end row set up as the published run was (engine
+// limits, dtypes, length distribution, arrival process), compared like with like (steady state
+// for MLPerf, makespan for trtllm-bench). A check row that misses its target and whose cause is
+// understood carries `known_miss` (the cause); tests assert every other check row is inside.
+// Collective rows run one-operation step programs through the given executor; end-to-end rows run
+// the serving loop. Thread-safety: run_validation is pure given a thread-safe executor factory.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "sim/step/executor.hpp"
+
+namespace shardsim {
+
+class Cluster;
+
+enum class RowRole { Calibration, Check };
+
+struct ValidationRow {
+  std::string name;
+  std::string group;        // "kernels", "collectives", "end-to-end throughput", "server latency"
+  std::string unit;         // "µs", "GB/s", "tok/s", "ms"
+  double published = 0;
+  double simulated = 0;
+  double tolerance = 0;     // relative, e.g. 0.10
+  RowRole role = RowRole::Check;
+  std::string sets;         // calibration rows: the constant this row set
+  std::string source;
+  std::string setup;        // how the simulated run was configured
+  std::string known_miss;   // check rows outside their target: the understood cause
+  double error() const { return published != 0 ? (simulated - published) / published : 0; }
+  bool within() const { return std::abs(error()) <= tolerance; }
+};
+
+// Makes an executor for a cluster (the analytic one, or a SimGrid one).
+using ExecutorFactory = std::function<std::unique_ptr<StepExecutor>(const Cluster&)>;
+
+struct ValidationOptions {
+  double request_scale = 1.0;   // fraction of each end-to-end row's requests (tests use less)
+  bool end_to_end = true;       // false: kernel and collective rows only
+};
+
+std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options = {});
+const char* to_string(RowRole r);
+json validation_to_json(const std::vector<ValidationRow>& rows, const std::string& executor);
+
+}  // namespace shardsim

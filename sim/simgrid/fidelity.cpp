@@ -1,0 +1,314 @@
+// sim/simgrid/fidelity.cpp — tiers, the SimGrid runners and the worker-side handler (see fidelity.hpp).
+#include "sim/simgrid/fidelity.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/plan/plan_layout.hpp"
+#include "sim/simgrid/simgrid_executor.hpp"
+#include "sim/simgrid/wire.hpp"
+#include "sim/simgrid/worker_pool.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+
+namespace shardsim {
+
+namespace {
+
+std::string encode_request(const std::string& spec, const StepProgram& p) {
+  WireWriter w;
+  w.header("SGRQ", 1);
+  w.string(spec);
+  w.string(encode(p));
+  return w.take();
+}
+
+SimgridStepResult decode_reply(std::string_view bytes) {
+  WireReader r(bytes);
+  r.header("SGRP", 1);
+  SimgridStepResult out;
+  out.ok = true;
+  out.timing = decode_timing(r.string());
+  for (int k = 0; k < 5; ++k) {
+    out.simgrid_seconds[static_cast<std::size_t>(k)] = r.f64();
+    out.analytic_seconds[static_cast<std::size_t>(k)] = r.f64();
+  }
+  out.most_loaded_class = r.i32();
+  out.analytic_makespan = r.f64();
+  r.finish();
+  return out;
+}
+
+class InProcessRunner final : public SimgridRunner {
+ public:
+  std::vector<SimgridStepResult> run(const std::string& spec, const std::vector<StepProgram>& programs) override {
+    std::vector<SimgridStepResult> out;
+    for (const auto& p : programs) {
+      try {
+        out.push_back(decode_reply(simgrid_worker_handler(encode_request(spec, p))));
+      } catch (const std::exception& e) {
+        SimgridStepResult f;
+        f.error = e.what();
+        out.push_back(f);
+      }
+    }
+    return out;
+  }
+};
+
+class PoolRunner final : public SimgridRunner {
+ public:
+  explicit PoolRunner(WorkerPool& pool) : pool_(pool) {}
+  std::vector<SimgridStepResult> run(const std::string& spec, const std::vector<StepProgram>& programs) override {
+    std::vector<SimgridStepResult> out(programs.size());
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t i = next++; i < programs.size(); i = next++) {
+        CallResult c = pool_.call(encode_request(spec, programs[i]));
+        if (!c.ok()) {
+          out[i].error = std::string(to_string(c.status)) + ": " + c.error;
+          continue;
+        }
+        try {
+          out[i] = decode_reply(c.reply);
+        } catch (const std::exception& e) {
+          out[i].error = e.what();
+        }
+      }
+    };
+    int threads = std::max(1, std::min<int>(pool_.size(), static_cast<int>(programs.size())));
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t) ts.emplace_back(work);
+    work();
+    for (auto& t : ts) t.join();
+    return out;
+  }
+
+ private:
+  WorkerPool& pool_;
+};
+
+// A timing scaled by r (every duration and the breakdown together).
+StepTiming scaled(StepTiming t, double r) {
+  t.makespan *= r;
+  for (double& x : t.stage_time) x *= r;
+  for (double& x : t.critical) x *= r;
+  for (double& x : t.busy) x *= r;
+  for (double& x : t.coll_by_kind) x *= r;
+  t.comm_busy *= r;
+  t.comm_exposed *= r;
+  t.expert_time *= r;
+  t.expert_imbalance *= r;
+  return t;
+}
+
+// The SimGrid/analytic ratio of the sample nearest to an analytic step time (log distance).
+double nearest_ratio(const std::vector<std::pair<double, double>>& samples, double makespan) {
+  if (samples.empty() || makespan <= 0) return 1.0;
+  double best = 1.0, dist = 1e300;
+  for (auto [m, r] : samples) {
+    double d = std::abs(std::log(makespan / m));
+    if (d < dist) {
+      dist = d;
+      best = r;
+    }
+  }
+  return best;
+}
+
+// Runs every step in SimGrid through the runner (the `full` tier).
+class RemoteExecutor final : public StepExecutor {
+ public:
+  RemoteExecutor(SimgridRunner& runner, std::string spec, const AnalyticExecutor& fallback, FidelityReport& report,
+                 std::vector<SimgridStepResult>& results)
+      : runner_(runner), spec_(std::move(spec)), fallback_(fallback), report_(report), results_(results) {}
+  const char* name() const override { return "simgrid"; }
+  StepTiming run(const StepProgram& p, std::vector<TimelineEvent>* timeline) const override {
+    auto res = runner_.run(spec_, {p});
+    report_.sampled_steps++;
+    if (!res[0].ok) {
+      report_.failed++;
+      if (report_.errors.size() < 5) report_.errors.push_back(res[0].error);
+      return fallback_.run(p, timeline);
+    }
+    if (timeline) fallback_.run(p, timeline);  // the timeline shows the contention-free schedule
+    results_.push_back(res[0]);
+    return res[0].timing;
+  }
+
+ private:
+  SimgridRunner& runner_;
+  std::string spec_;
+  const AnalyticExecutor& fallback_;
+  FidelityReport& report_;
+  std::vector<SimgridStepResult>& results_;
+};
+
+// Per stage: the first dense layer and the first and middle MoE layers.
+std::vector<int> representative_layers(const Plan& plan, const ModelSpec& m) {
+  std::vector<int> out;
+  for (const auto& r : stage_layers(m.layers, plan.deg.pp)) {
+    std::vector<int> moe;
+    bool dense_done = false;
+    for (int l = r.first; l < r.last; ++l) {
+      if (m.is_moe_layer(l)) moe.push_back(l);
+      else if (!dense_done) {
+        out.push_back(l);
+        dense_done = true;
+      }
+    }
+    if (!moe.empty()) {
+      out.push_back(moe.front());
+      if (moe.size() > 2) out.push_back(moe[moe.size() / 2]);
+    }
+  }
+  return out;
+}
+
+void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& rep) {
+  std::array<double, 5> sg{}, an{};
+  std::map<int, int> classes;
+  for (const auto& r : results) {
+    if (!r.ok) continue;
+    for (std::size_t k = 0; k < 5; ++k) {
+      sg[k] += r.simgrid_seconds[k];
+      an[k] += r.analytic_seconds[k];
+      rep.ops[k] += r.analytic_seconds[k] > 0 ? 1 : 0;
+    }
+    if (r.most_loaded_class >= 0) classes[r.most_loaded_class]++;
+  }
+  for (std::size_t k = 0; k < 5; ++k) rep.slowdown[k] = an[k] > 0 ? sg[k] / an[k] : 1.0;
+  int best = 0;
+  for (auto [c, n] : classes)
+    if (n > best) {
+      best = n;
+      rep.most_loaded_class = c;
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<SimgridRunner> make_in_process_runner() { return std::make_unique<InProcessRunner>(); }
+std::unique_ptr<SimgridRunner> make_pool_runner(WorkerPool& pool) { return std::make_unique<PoolRunner>(pool); }
+
+std::string simgrid_worker_handler(std::string_view request) {
+  // Per-process state: the clusters and executors seen so far (one SimGrid Engine underneath).
+  static std::map<std::string, std::unique_ptr<Cluster>> clusters;
+  static std::map<std::string, std::unique_ptr<SimgridExecutor>> executors;
+  WireReader r(request);
+  r.header("SGRQ", 1);
+  std::string spec = r.string();
+  StepProgram program = decode_program(r.string());
+  r.finish();
+  auto& cl = clusters[spec];
+  if (!cl) cl.reset(new Cluster(load_cluster(spec)));
+  auto& ex = executors[spec];
+  if (!ex) ex = std::make_unique<SimgridExecutor>(*cl);
+  StepTiming t = ex->run(program);
+  const ContentionReport& c = ex->last_contention();
+  WireWriter w;
+  w.header("SGRP", 1);
+  w.string(encode(t));
+  for (std::size_t k = 0; k < 5; ++k) {
+    w.f64(c.simgrid_seconds[k]);
+    w.f64(c.analytic_seconds[k]);
+  }
+  w.i32(c.most_loaded_class);
+  w.f64(c.analytic_makespan);
+  return w.take();
+}
+
+ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+                                const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
+                                const RoutingSource* routing, const ServingOptions& options, SimgridRunner* runner,
+                                FidelityReport& report, int samples) {
+  report = FidelityReport{};
+  report.tier = tier;
+  AnalyticExecutor analytic(cluster);
+  if (tier == "analytic" || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
+
+  if (tier == "full") {
+    std::vector<SimgridStepResult> results;
+    RemoteExecutor remote(*runner, cluster_spec, analytic, report, results);
+    ServingOptions o = options;
+    o.shape_buckets_per_octave = 0;
+    ServingResult r = serve(plan, model, cluster, trace, routing, remote, o);
+    aggregate(results, report);
+    std::vector<double> ratios;
+    for (const auto& x : results)
+      if (x.analytic_makespan > 0) ratios.push_back(x.timing.makespan / x.analytic_makespan);
+    std::sort(ratios.begin(), ratios.end());
+    if (!ratios.empty()) {
+      report.ratio_min = ratios.front();
+      report.ratio_median = ratios[ratios.size() / 2];
+      report.ratio_max = ratios.back();
+    }
+    return r;
+  }
+
+  // simgrid: pass 1 records the executed steps.
+  struct Rec {
+    int replica;
+    ReplicaBatch batch;
+    double makespan;
+  };
+  std::vector<Rec> recs;
+  ServingOptions o1 = options;
+  o1.on_executed_step = [&](int replica, const ReplicaBatch& b, const StepTiming& t) {
+    recs.push_back({replica, b, t.makespan});
+  };
+  o1.timeline_steps = 0;
+  o1.step_cache = std::make_shared<StepCache>();  // pass 2 reuses pass 1's analytic steps
+  serve(plan, model, cluster, trace, routing, analytic, o1);
+  // Stratified sample: quantiles of analytic step time.
+  std::vector<std::size_t> order(recs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return recs[a].makespan < recs[b].makespan; });
+  std::vector<std::size_t> picked;
+  int s = std::min<int>(samples, static_cast<int>(order.size()));
+  for (int i = 0; i < s; ++i) {
+    std::size_t idx = order[static_cast<std::size_t>((i + 0.5) * static_cast<double>(order.size()) / s)];
+    if (picked.empty() || picked.back() != idx) picked.push_back(idx);
+  }
+  LoweringOptions lo;
+  lo.only_layers = representative_layers(plan, model);
+  std::vector<StepProgram> programs;
+  std::vector<double> reduced_analytic;
+  for (std::size_t idx : picked) {
+    Lowering low(plan, model, cluster, routing, recs[idx].replica, lo);
+    programs.push_back(low.lower(recs[idx].batch));
+    reduced_analytic.push_back(analytic.run(programs.back()).makespan);
+  }
+  std::vector<SimgridStepResult> results = runner->run(cluster_spec, programs);
+  std::vector<std::pair<double, double>> ratio_by_time;
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    report.sampled_steps++;
+    if (!results[i].ok) {
+      report.failed++;
+      if (report.errors.size() < 5) report.errors.push_back(results[i].error);
+      continue;
+    }
+    double r = reduced_analytic[i] > 0 ? results[i].timing.makespan / reduced_analytic[i] : 1.0;
+    ratio_by_time.push_back({recs[picked[i]].makespan, r});
+    ratios.push_back(r);
+  }
+  aggregate(results, report);
+  std::sort(ratios.begin(), ratios.end());
+  if (!ratios.empty()) {
+    report.ratio_min = ratios.front();
+    report.ratio_median = ratios[ratios.size() / 2];
+    report.ratio_max = ratios.back();
+  }
+  ServingOptions o2 = options;
+  o2.step_cache = o1.step_cache;
+  o2.transform_timing = [ratio_by_time](const StepTiming& t) { return scaled(t, nearest_ratio(ratio_by_time, t.makespan)); };
+  return serve(plan, model, cluster, trace, routing, analytic, o2);
+}
+
+}  // namespace shardsim

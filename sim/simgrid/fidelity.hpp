@@ -1,0 +1,72 @@
+// sim/simgrid/fidelity.hpp — the fidelity tiers: analytic, simgrid (sampled steps), full (every step).
+//
+// Owns: serve_at_fidelity(), SimgridRunner (where SimGrid steps run: in this process, or in the
+// worker pool) and the worker-side request handler. Tiers (DESIGN.md §3):
+//   analytic  the serving loop with the analytic executor (steps memoised by shape).
+//   simgrid   pass 1 runs the analytic loop and records every executed step; a stratified sample
+//             (quantiles of analytic step time) is lowered with representative layers (per stage:
+//             one dense and two MoE layers) and run under both executors; pass 2 re-runs the loop
+//             with each step's analytic timing scaled by the SimGrid/analytic ratio of the nearest
+//             sampled step (by analytic step time). Failed SimGrid evaluations are counted and
+//             their strata fall back to the nearest successful sample (or ratio 1).
+//   full      every step (no memoisation) runs whole in SimGrid.
+// Thread-safety: serve_at_fidelity is single-threaded; SimgridRunner implementations say theirs.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/step/executor.hpp"
+#include "sim/serving/serving.hpp"
+
+namespace shardsim {
+
+class WorkerPool;
+
+// What one SimGrid step evaluation returns.
+struct SimgridStepResult {
+  bool ok = false;
+  std::string error;                        // when !ok
+  StepTiming timing;
+  std::array<double, 5> simgrid_seconds{};  // per CollKind + sends: Σ durations under SimGrid
+  std::array<double, 5> analytic_seconds{}; // the same operations' contention-free durations
+  int most_loaded_class = -1;               // LinkClass, −1 when no flow ran
+  double analytic_makespan = 0;
+};
+
+class SimgridRunner {
+ public:
+  virtual ~SimgridRunner() = default;
+  // Runs each program on the cluster named by `cluster_spec` (a load_cluster spec).
+  virtual std::vector<SimgridStepResult> run(const std::string& cluster_spec, const std::vector<StepProgram>& programs) = 0;
+};
+
+// Runs in this process (one SimGrid Engine for the whole process). Not thread-safe.
+std::unique_ptr<SimgridRunner> make_in_process_runner();
+// Runs in the worker pool, programs in parallel (one call per program from a few threads).
+// The pool's workers must run simgrid_worker_handler.
+std::unique_ptr<SimgridRunner> make_pool_runner(WorkerPool& pool);
+// The worker-side handler: request = cluster spec + encoded program; reply = encoded result.
+std::string simgrid_worker_handler(std::string_view request);
+
+struct FidelityReport {
+  std::string tier = "analytic";
+  long sampled_steps = 0;          // steps executed in SimGrid
+  long failed = 0;                 // SimGrid evaluations that failed (worker died, error)
+  double ratio_min = 1, ratio_median = 1, ratio_max = 1;  // SimGrid / analytic step time
+  std::array<double, 5> slowdown{1, 1, 1, 1, 1};         // per CollKind + sends, Σ SimGrid / Σ analytic
+  std::array<int, 5> ops{};        // operations of each kind in the sampled programs
+  int most_loaded_class = -1;      // LinkClass busiest in the most samples
+  std::vector<std::string> errors; // first few failure messages
+};
+
+// Serves `trace` at `tier` ("analytic" | "simgrid" | "full"). `runner` may be null for analytic.
+ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+                                const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
+                                const RoutingSource* routing, const ServingOptions& options, SimgridRunner* runner,
+                                FidelityReport& report, int samples = 16);
+
+}  // namespace shardsim

@@ -1,0 +1,237 @@
+// sim/step/collective_cost.cpp — alpha-beta formulas per collective algorithm (see the header).
+#include "sim/step/collective_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "topologies/cluster.hpp"
+
+namespace shardsim {
+
+namespace {
+
+struct Hop {
+  double alpha = 0;  // seconds per algorithm step
+  double bw = 0;     // effective bytes/s
+};
+
+Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m) {
+  if (a == b) return {0, 1e30};
+  Route r = c.route(a, b);
+  const auto& eff = c.collective_efficiency();
+  return {r.latency + m.step_overhead, r.bottleneck_bw * (r.nvlink_only ? eff.nvlink : eff.network)};
+}
+
+// The slowest hop of a ring through `gpus` in the given order.
+Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m) {
+  Hop worst{0, 1e30};
+  const std::size_t p = gpus.size();
+  for (std::size_t i = 0; i < p; ++i) {
+    Hop h = hop(c, gpus[i], gpus[(i + 1) % p], m);
+    worst.alpha = std::max(worst.alpha, h.alpha);
+    worst.bw = std::min(worst.bw, h.bw);
+  }
+  return worst;
+}
+
+double ring(CollKind kind, double p, double bytes, Hop h) {
+  if (p <= 1) return 0;
+  double steps = kind == CollKind::AllReduce ? 2 * (p - 1) : (p - 1);
+  return steps * (h.alpha + bytes / (p * h.bw));
+}
+
+// GPUs grouped by NVLink domain, domains in order of first appearance.
+std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus) {
+  std::map<int, std::size_t> index;
+  std::vector<std::vector<int>> out;
+  for (int g : gpus) {
+    auto [it, fresh] = index.emplace(c.node_of(g), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(g);
+  }
+  return out;
+}
+
+double hierarchical(const Cluster& c, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
+                    const CollectiveModel& m) {
+  const double n = static_cast<double>(domains.size());
+  std::size_t g = domains.front().size();
+  for (const auto& d : domains) g = std::min(g, d.size());
+  // Intra-domain phase(s) on the slowest domain ring; inter-domain phase on rail 0's ring of S/g.
+  // NCCL pipelines chunks through the phases, so the bandwidth terms overlap (max), the latency
+  // terms add.
+  double intra_bw = 0, intra_alpha = 0;
+  for (const auto& d : domains) {
+    CollKind k = kind == CollKind::AllReduce ? CollKind::ReduceScatter : kind;
+    Hop h = ring_hop(c, d, m);
+    double p = static_cast<double>(d.size());
+    double phases = kind == CollKind::AllReduce ? 2 : 1;
+    (void)k;
+    intra_bw = std::max(intra_bw, phases * (p - 1) * bytes / (p * h.bw));
+    intra_alpha = std::max(intra_alpha, phases * (p - 1) * h.alpha);
+  }
+  std::vector<int> rail;
+  for (const auto& d : domains) rail.push_back(d.front());
+  Hop hr = ring_hop(c, rail, m);
+  double steps = kind == CollKind::AllReduce ? 2 * (n - 1) : (n - 1);
+  double inter_bw = steps * (bytes / static_cast<double>(g)) / (n * hr.bw);
+  return intra_alpha + steps * hr.alpha + std::max(intra_bw, inter_bw);
+}
+
+double tree_all_reduce(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
+  Hop worst{0, 1e30};
+  for (std::size_t i = 1; i < gpus.size(); ++i) {
+    Hop h = hop(c, gpus[0], gpus[i], m);
+    worst.alpha = std::max(worst.alpha, h.alpha);
+    worst.bw = std::min(worst.bw, h.bw);
+  }
+  double depth = std::ceil(std::log2(static_cast<double>(gpus.size())));
+  return 2 * depth * worst.alpha + 2 * bytes / worst.bw;
+}
+
+double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
+  double p = static_cast<double>(gpus.size());
+  Hop h = hop(c, gpus[0], gpus[1], m);
+  return 2 * h.alpha + m.nvls_latency + 2 * (p - 1) / p * bytes / (m.nvls_busbw_fraction * c.gpu().nvlink_bw);
+}
+
+}  // namespace
+
+double small_group_fraction(int p, bool one_domain, const CollectiveModel& m) {
+  if (!one_domain || p < 2) return 1.0;
+  return std::min(1.0, m.small_group_base + m.small_group_step * (p - 2));
+}
+
+double call_latency(CollKind kind, const CollectiveModel& m) { return m.call_latency[static_cast<std::size_t>(kind)]; }
+
+CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
+                               CollAlgo algo, const CollectiveModel& m) {
+  CollectiveTime t = algorithm_time(c, kind, gpus, bytes, algo, m);
+  if (t.seconds > 0) t.seconds += call_latency(kind, m);
+  return t;
+}
+
+CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
+                              CollAlgo algo, const CollectiveModel& m) {
+  CollectiveTime out{0, algo};
+  if (gpus.size() <= 1 || bytes <= 0) return out;
+  if (kind == CollKind::AllToAll) {
+    // A uniform all-to-all: every rank sends bytes/p to every other rank.
+    double p = static_cast<double>(gpus.size());
+    std::vector<double> mat(gpus.size() * gpus.size(), bytes / p);
+    for (std::size_t i = 0; i < gpus.size(); ++i) mat[i * gpus.size() + i] = 0;
+    return {all_to_all_time(c, gpus, mat, m) - call_latency(kind, m), CollAlgo::Pairwise};
+  }
+  auto domains = by_domain(c, gpus);
+  bool one_domain = domains.size() == 1;
+  const double p = static_cast<double>(gpus.size());
+  // Ring and tree traffic of a small one-domain group moves as if it carried bytes / fraction.
+  const double rb = bytes / small_group_fraction(static_cast<int>(gpus.size()), one_domain, m);
+  auto time_of = [&](CollAlgo a) -> double {
+    switch (a) {
+      case CollAlgo::Ring: return ring(kind, p, rb, ring_hop(c, gpus, m));
+      case CollAlgo::Tree:
+        return kind == CollKind::AllReduce ? tree_all_reduce(c, gpus, rb, m) : ring(kind, p, rb, ring_hop(c, gpus, m));
+      case CollAlgo::Nvls: return kind == CollKind::AllReduce && one_domain ? nvls(c, gpus, bytes, m) : 1e30;
+      case CollAlgo::Hierarchical:
+        return one_domain ? ring(kind, p, rb, ring_hop(c, gpus, m)) : hierarchical(c, kind, domains, bytes, m);
+      default: return 1e30;
+    }
+  };
+  if (algo != CollAlgo::Auto) {
+    out.seconds = time_of(algo);
+    return out;
+  }
+  std::vector<CollAlgo> candidates;
+  if (one_domain) {
+    candidates = {CollAlgo::Ring};
+    if (kind == CollKind::AllReduce) {
+      candidates.push_back(CollAlgo::Tree);
+      if (bytes >= m.nvls_min_bytes && gpus.size() > 2) candidates.push_back(CollAlgo::Nvls);
+    }
+  } else {
+    candidates = {CollAlgo::Hierarchical};
+    if (kind == CollKind::AllReduce) candidates.push_back(CollAlgo::Tree);
+  }
+  out.seconds = 1e30;
+  for (CollAlgo a : candidates) {
+    double t = time_of(a);
+    if (t < out.seconds) out = {t, a};
+  }
+  return out;
+}
+
+double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                       const CollectiveModel& m) {
+  const std::size_t p = gpus.size();
+  if (p <= 1) return 0;
+  const auto& eff = c.collective_efficiency();
+  const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
+  // PXN (as NCCL does): bytes for a GPU on rail r of another node first cross NVLink to this
+  // node's GPU on rail r, then leave through that GPU's NIC. So NVLink carries intra-node bytes
+  // plus forwarded ones, and each (node, rail) NIC carries everything its node sends to rail r
+  // elsewhere, and everything other nodes send to its own GPU. NVLink and NICs work at once; the
+  // busiest NVLink port or NIC sets the time. NICs are slots (group node index × rails).
+  const int rails = c.gpus_per_node();
+  std::vector<int> node(p), rail(p), node_index(p);
+  std::vector<int> nodes;  // distinct nodes in order of appearance
+  for (std::size_t i = 0; i < p; ++i) {
+    node[i] = c.node_of(gpus[i]);
+    rail[i] = c.rail_of(gpus[i]);
+    auto it = std::find(nodes.begin(), nodes.end(), node[i]);
+    node_index[i] = static_cast<int>(it - nodes.begin());
+    if (it == nodes.end()) nodes.push_back(node[i]);
+  }
+  const std::size_t slots = nodes.size() * static_cast<std::size_t>(rails);
+  std::vector<double> nv_out(p, 0), nv_in(p, 0), nic_out(slots, 0), nic_in(slots, 0);
+  std::vector<int> nic_gpu(slots, -1), proxy(slots, -1);  // a GPU there (its NIC bandwidth); the group member there
+  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * static_cast<std::size_t>(rails) + static_cast<std::size_t>(r); };
+  for (std::size_t i = 0; i < p; ++i) {
+    nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
+    proxy[slot(node_index[i], rail[i])] = static_cast<int>(i);
+  }
+  bool any_net = false;
+  for (std::size_t i = 0; i < p; ++i)
+    for (std::size_t j = 0; j < p; ++j) {
+      double b = matrix[i * p + j];
+      if (i == j || b <= 0) continue;
+      if (node[i] == node[j]) {
+        nv_out[i] += b;
+        nv_in[j] += b;
+        continue;
+      }
+      any_net = true;
+      const std::size_t out = slot(node_index[i], rail[j]);
+      if (rail[j] != rail[i]) {  // the NVLink leg to the proxy GPU
+        nv_out[i] += b;
+        if (proxy[out] >= 0) nv_in[static_cast<std::size_t>(proxy[out])] += b;
+      }
+      if (nic_gpu[out] < 0) nic_gpu[out] = gpus[i];
+      nic_out[out] += b;
+      nic_in[slot(node_index[j], rail[j])] += b;
+    }
+  double latency = hop(c, gpus[0], gpus[1], m).alpha;
+  if (any_net)
+    for (std::size_t j = 1; j < p; ++j)
+      if (node[j] != node[0]) {
+        latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
+        break;
+      }
+  double worst = 0;
+  for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, std::max(nv_out[i], nv_in[i]) / nv_bw);
+  for (std::size_t k = 0; k < slots; ++k) {
+    if (nic_gpu[k] < 0) continue;
+    double net_bw = c.injection_bw(nic_gpu[k]) * eff.network;
+    if (net_bw > 0) worst = std::max(worst, std::max(nic_out[k], nic_in[k]) / net_bw);
+  }
+  return call_latency(CollKind::AllToAll, m) + latency + worst;
+}
+
+double p2p_time(const Cluster& c, int src, int dst, double bytes, const CollectiveModel& m) {
+  if (src == dst || bytes <= 0) return 0;
+  Hop h = hop(c, src, dst, m);
+  return h.alpha + bytes / h.bw;
+}
+
+}  // namespace shardsim

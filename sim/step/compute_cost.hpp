@@ -1,0 +1,65 @@
+// sim/step/compute_cost.hpp — how long one compute operation (one kernel) takes on one GPU.
+//
+// Owns: the compute model both executors share. Each operation names its kernel kind (dense
+// GEMM, grouped/MoE GEMM, prefill attention, paged decode attention, memory-bound elementwise)
+// and its shape (`rows`: GEMM M = tokens, tokens per active expert for grouped GEMMs, the mean
+// KV length per sequence for prefill attention). Per kind and math type a KernelCurve gives
+//   t_flops = flops / (peak(math) · max_eff · rows / (rows + half_rows) · sustained_clock)
+//   t_bytes = bytes / (hbm_bw · hbm_eff · bytes / (bytes + half_bytes))
+//   time    = fixed + max(t_flops, t_bytes) + overlap_loss · min(t_flops, t_bytes)
+// so weight streaming and compute overlap imperfectly and a step's cost never vanishes at large
+// batch. The constants are fitted to published kernel measurements of H100-SXM (NVIDIA
+// AIConfigurator's TensorRT-LLM GEMM and attention tables, DeepGEMM, FlashMLA), never to an
+// end-to-end validation row; docs/validation.md lists each fit and its error. Other GPUs use the
+// same fractions of their own peaks.
+// Thread-safety: pure functions.
+#pragma once
+
+#include "sim/plan/dtype.hpp"
+#include "sim/step/step_program.hpp"
+#include "topologies/gpu_spec.hpp"
+
+namespace shardsim {
+
+struct KernelCurve {
+  double max_eff = 1;       // best fraction of peak flop/s (large shapes)
+  double half_rows = 0;     // rows at which half of max_eff is reached (0 = no shape dependence)
+  double hbm_eff = 1;       // best fraction of peak HBM bandwidth
+  double half_bytes = 0;    // bytes at which half of hbm_eff is reached
+  double overlap_loss = 0;  // fraction of the shorter of compute and memory time that is not hidden
+  double fixed = 0;         // seconds per kernel (launch tail, prologue, epilogue)
+};
+
+struct ComputeModel {
+  // Dense GEMMs, TensorRT-LLM Linear on H100 (AIConfigurator gemm_perf, N,K ∈ [1024, 32768]):
+  // RMS log error over 2,500 sampled shapes with N, K ∈ [2048, 32768]: BF16 6.7%, FP8 (per-tensor
+  // W8A8) 10%.
+  KernelCurve gemm_bf16{0.82, 16, 0.86, 0, 0.20, 4e-6};
+  KernelCurve gemm_fp8{0.60, 16, 0.80, 0, 0.30, 12e-6};
+  // Grouped (MoE) GEMMs: the dense curves at rows = tokens per active expert (DeepGEMM's grouped
+  // tables reach the same fractions as its dense ones at equal M per group).
+  // Prefill attention (FlashAttention-class, BF16 math, causal): efficiency grows with the KV
+  // length per sequence (AIConfigurator context_attention: 48 TFLOP/s at 128 tokens, 484 at 8,192).
+  KernelCurve attn_prefill{0.60, 1500, 0.87, 0, 0.0, 5e-6};
+  // Paged decode attention: bandwidth-bound, saturating at ≈2.9 TB/s once the KV read is large
+  // (AIConfigurator generation_attention: 2.9 TB/s; FlashMLA reaches 3.0 TB/s).
+  KernelCurve attn_decode{0.50, 0, 0.90, 8e6, 0.0, 8e-6};
+  // Norms, embeddings, elementwise: bandwidth-bound (AIConfigurator's own rule: 0.8 of peak + 3 µs).
+  KernelCurve memory{0.50, 0, 0.80, 0, 0.0, 3e-6};
+  // Sustained tensor-core clock under serving load, as a fraction of the clock the kernel
+  // microbenchmarks above ran at: Hopper throttles to ≈1,600 MHz of its 1,830 MHz boost under
+  // sustained MMA load (DeepSeek FlashMLA deep dive, 2025-04-22: "the practical peak FLOPs drops to
+  // ~865 TFlops"). Applies to flop time only; 1.0 reproduces the microbenchmarks.
+  double sustained_clock = 1600.0 / 1830.0;
+};
+
+double peak_flops(const GpuSpec& gpu, Dtype math);
+// The curve an operation's kernel follows.
+const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math);
+// Seconds for a compute operation (its kind, rows, flops, HBM bytes and math type).
+double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m = {});
+// The same for a bare kernel description.
+double compute_time(const GpuSpec& gpu, ComputeKind kind, double rows, double flops, double bytes, Dtype math,
+                    const ComputeModel& m = {});
+
+}  // namespace shardsim

@@ -1,0 +1,52 @@
+// sim/step/executor.hpp — the interface both executors implement, and what a step's execution reports.
+//
+// Owns: StepTiming (makespan, per-stage spans, the critical path's time by operation class,
+// communication busy and exposed per GPU, expert-load imbalance), TimelineEvent (for Chrome traces),
+// and StepExecutor, the one call the serving loop makes per step.
+// Thread-safety: executors declare it (STYLE.md §2): AnalyticExecutor is "constant" (one instance
+// shared by threads); the SimGrid executor is "none" and lives in worker processes.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sim/step/step_program.hpp"
+
+namespace shardsim {
+
+struct TimelineEvent {
+  int rank = 0;
+  Stream stream = Stream::Compute;
+  OpClass cls = OpClass::Norm;
+  int layer = -1;
+  double start = 0, duration = 0;  // seconds from the step's start
+  std::string name;
+};
+
+struct StepTiming {
+  // One step of one replica. "Per GPU" = averaged over the replica's ranks. Exact definitions:
+  // sim/step/schedule_summary.hpp. Invariants: Σ critical + idle_on_path = makespan;
+  // 0 ≤ comm_exposed ≤ comm_busy = Σ coll_by_kind.
+  double makespan = 0;                                // seconds
+  std::vector<double> stage_time;                     // per pipeline stage: first start → last end
+  std::array<double, kNumOpClasses> critical{};       // seconds of the critical path by class
+  std::array<double, kNumOpClasses> busy{};           // op-seconds by class, per GPU
+  double comm_busy = 0;                               // communication op-seconds, per GPU
+  double comm_exposed = 0;                            // per GPU: communication while that GPU's compute is idle
+  double expert_imbalance = 0;                        // Σ over MoE layers of (slowest − mean rank) expert time
+  double expert_time = 0;                             // Σ over MoE layers of the slowest rank's expert time
+  std::array<double, 4> coll_by_kind{};               // comm op-seconds per GPU by CollKind; sends count in the AllToAll slot
+  double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
+  int kernels = 0;                                    // operations of the busiest rank (host launches without CUDA graphs)
+};
+
+class StepExecutor {
+ public:
+  virtual ~StepExecutor() = default;
+  virtual const char* name() const = 0;
+  // Runs `program`; appends per-op events to `timeline` when it is not null.
+  virtual StepTiming run(const StepProgram& program, std::vector<TimelineEvent>* timeline = nullptr) const = 0;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,78 @@
+// sim/step/lowering.hpp — plan + model + one serving step → a StepProgram for one replica.
+//
+// Owns: the translation of a batch (each attention-DP group's sequences: their new tokens, KV
+// lengths and — through the routing source — the experts each token picked in each MoE layer)
+// into compute operations (flops and HBM bytes per rank) and collectives, following the plan's
+// degrees and per-operator sharding. Layout rules (docs/simulation.md "Lowering"): an operator's
+// input layout is Full (every TP rank holds the whole tensor), Split (feature- or sequence-split
+// across the TP group) or Partial (summands awaiting a reduction); a mismatch between what one
+// operator produces and what the next needs becomes a collective: Partial→Full all-reduce,
+// Partial→Split reduce-scatter, Split→Full all-gather, Full→Split a free local slice.
+// MoE layers dispatch each token to the EP ranks of its experts (one copy per distinct rank, sent
+// to every expert-TP member), compute each rank's real expert load, reduce inside expert-TP, and
+// combine back; uneven routing makes uneven all-to-all matrices and uneven expert compute.
+// Routing cost control: at most `max_routed_tokens_per_seq` tokens of a sequence are routed per
+// step (a contiguous window), their loads scaled to the sequence's token count.
+// Thread-safety: lower_step is a pure function of its inputs (the routing source is const).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_layout.hpp"
+#include "sim/step/step_program.hpp"
+
+namespace shardsim {
+
+struct ModelSpec;
+class Cluster;
+class RoutingSource;
+
+// One sequence's work in one step.
+struct SeqWork {
+  std::uint32_t request = 0;   // routing address of the sequence
+  std::uint32_t first_pos = 0; // position of its first new token (prompt tokens first, then output)
+  int new_tokens = 0;          // tokens processed this step: a prefill chunk, or 1 when decoding
+  int context = 0;             // tokens already in the KV cache before this step
+  bool emits = false;          // produces an output token this step (decode, or the last prefill chunk)
+};
+
+// A replica's step: the sequences of each attention-DP group (size = plan attn_dp).
+struct ReplicaBatch {
+  std::vector<std::vector<SeqWork>> groups;
+  int tokens() const;
+};
+
+struct LoweringOptions {
+  int max_routed_tokens_per_seq = 32;
+  // When non-empty, only these model layers are lowered (the SimGrid tier's representative layers);
+  // layer_weight scales nothing here — executors report per-layer times for extrapolation.
+  std::vector<int> only_layers;
+};
+
+// Static context of one replica: built once per (plan, model, cluster, replica), reused per step.
+class Lowering {
+ public:
+  Lowering(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RoutingSource* routing,
+           int replica = 0, LoweringOptions options = {});
+  StepProgram lower(const ReplicaBatch& batch) const;
+  // The same into `out`, reusing its buffers (the serving loop lowers thousands of steps).
+  void lower(const ReplicaBatch& batch, StepProgram& out) const;
+
+  const Plan& plan() const { return plan_; }
+  int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
+
+ private:
+  Plan plan_;
+  const ModelSpec& model_;
+  const Cluster& cluster_;
+  const RoutingSource* routing_;
+  LoweringOptions options_;
+  PlanLayout layout_;
+  std::vector<int> rank_gpu_;
+  std::vector<LayerRange> stages_;
+  std::vector<int> moe_index_;   // model layer → MoE layer index (−1 for dense layers)
+};
+
+}  // namespace shardsim

@@ -1,0 +1,99 @@
+// sim/step/step_program.hpp — one serving step of one replica as a DAG of operations on GPU ranks.
+//
+// Owns: StepProgram, the abstraction both executors run unchanged (DESIGN.md §2). Ranks are the
+// replica's GPUs (rank r sits on cluster GPU rank_gpu[r]). Operations:
+//   compute(rank, kernel, rows, flops, hbm_bytes)   on the rank's compute stream
+//   collective(kind, group, bytes)        on the comm stream of every rank of the group; bytes is
+//                                         the per-rank buffer (all-reduce: the full tensor; all-gather:
+//                                         the gathered output; reduce-scatter: the input; all-to-all:
+//                                         a per-pair byte matrix instead)
+//   send(src, dst, bytes)                 pipeline point-to-point, on both ranks' comm streams
+// Dependencies are explicit (indices of earlier operations), so operations are stored in a
+// topological order by construction; two streams per rank make compute/communication overlap
+// expressible. Every operation carries a class (what it is, for breakdowns) and its layer.
+// Thread-safety: a value; build it on one thread, read it from any.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "sim/plan/dtype.hpp"
+
+namespace shardsim {
+
+enum class OpType : std::uint8_t { Compute, Collective, Send };
+enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
+// Collective algorithms; Auto lets the executor choose as NCCL would (see collective_cost.hpp).
+enum class CollAlgo : std::uint8_t { Auto, Ring, Tree, Nvls, Hierarchical, Pairwise };
+enum class Stream : std::uint8_t { Compute = 0, Comm = 1 };
+// The kernel a compute operation runs (its efficiency curve: sim/step/compute_cost.hpp).
+enum class ComputeKind : std::uint8_t { Gemm, GroupedGemm, PrefillAttention, DecodeAttention, Memory };
+// What an operation is, for the breakdown of step time.
+enum class OpClass : std::uint8_t {
+  Embedding, Norm, QkvProj, Attention, AttnOutProj, Router, DenseFfn, Experts, SharedExperts, LmHead,
+  TpComm,        // reductions / gathers of tensor parallelism (incl. resharding)
+  EpDispatch,    // MoE all-to-all, tokens to experts
+  EpCombine,     // MoE all-to-all, results back
+  EtpComm,       // reductions inside the expert-TP group
+  PipelineP2p,
+  kCount
+};
+inline constexpr int kNumOpClasses = static_cast<int>(OpClass::kCount);
+const char* to_string(OpType t);
+const char* to_string(CollKind k);
+const char* to_string(CollAlgo a);
+const char* to_string(OpClass c);
+
+struct StepOp {
+  OpType type = OpType::Compute;
+  OpClass cls = OpClass::Norm;
+  int layer = -1;              // model layer, -1 for embedding / LM head
+  int stage = 0;               // pipeline stage
+  // Compute
+  int rank = -1;               // Compute: the rank; Send: the sender
+  double flops = 0;
+  double hbm_bytes = 0;
+  Dtype math = Dtype::BF16;    // Compute: the GEMM input type (peak flop/s depend on it)
+  ComputeKind kernel = ComputeKind::Memory;  // Compute: which kernel curve applies
+  double rows = 0;             // Compute: the kernel's shape (GEMM M; tokens per expert; KV length per sequence)
+  // Collective
+  int group = -1;              // index into StepProgram::groups
+  CollKind coll = CollKind::AllReduce;
+  CollAlgo algo = CollAlgo::Auto;
+  double bytes = 0;            // Collective: per-rank bytes (see header); Send: bytes
+  int matrix = -1;             // AllToAll: index into StepProgram::a2a
+  int peer = -1;               // Send: the receiver
+  // Dependencies: deps[dep_begin, dep_end) of StepProgram::deps
+  std::uint32_t dep_begin = 0, dep_end = 0;
+
+  Stream stream() const { return type == OpType::Compute ? Stream::Compute : Stream::Comm; }
+};
+
+struct StepProgram {
+  std::vector<int> rank_gpu;                       // cluster GPU id of each rank
+  std::vector<std::vector<int>> groups;            // ranks of each collective group
+  std::vector<std::vector<double>> a2a;            // p×p bytes (row = sender), p = group size
+  std::vector<StepOp> ops;
+  std::vector<int> deps;
+
+  int num_ranks() const { return static_cast<int>(rank_gpu.size()); }
+  // Empties the program, keeping its buffers' capacity.
+  void clear() {
+    rank_gpu.clear();
+    groups.clear();
+    a2a.clear();
+    ops.clear();
+    deps.clear();
+  }
+  int add_group(std::vector<int> ranks);
+  // Appends `op` depending on `after` (indices of earlier ops; negative entries are ignored).
+  int add(StepOp op, std::initializer_list<int> after);
+  int add(StepOp op, const std::vector<int>& after);
+  // Dependencies of op i.
+  const int* deps_begin(int i) const { return deps.data() + ops[static_cast<std::size_t>(i)].dep_begin; }
+  const int* deps_end(int i) const { return deps.data() + ops[static_cast<std::size_t>(i)].dep_end; }
+};
+
+}  // namespace shardsim
