@@ -151,6 +151,12 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
                              CollPoint{CollKind::AllReduce, 2, 16 * MiB, 82.24}, CollPoint{CollKind::AllReduce, 4, 16 * MiB, 98.98},
                              CollPoint{CollKind::AllReduce, 4, 256 * MiB, 1181.0}, CollPoint{CollKind::AllGather, 4, 16 * MiB, 66.21}})
     add(c, RowRole::Check, nccl);
+  // Small messages: the latency floor.
+  add(CollPoint{CollKind::AllReduce, 8, 8 * KiB, 15.96}, RowRole::Check, nccl);
+  const std::string floor = "the latency floor of small messages is below the per-call latency fitted at 1 MiB (NCCL "
+                            "switches to its low-latency protocol); the alpha-beta form has one latency per call";
+  for (const CollPoint& c : {CollPoint{CollKind::AllGather, 8, 8 * KiB, 10.62}, CollPoint{CollKind::AllToAll, 8, 8 * KiB, 7.53}})
+    add(c, RowRole::Check, nccl, floor);
   add(CollPoint{CollKind::AllGather, 2, 1 * MiB, 11.30}, RowRole::Check, nccl,
       "latency-bound: a 2-GPU call costs less than the call latency fitted on 8 GPUs");
   add(CollPoint{CollKind::AllGather, 2, 16 * MiB, 56.00}, RowRole::Check, nccl,
