@@ -171,3 +171,36 @@ TEST_CASE("lowering: one MoE layer's expert flops and bytes, worked by hand") {
   // Router: 3 tokens × 64 × 4 experts × 2.
   CHECK(flops_of(p, OpClass::Router) == doctest::Approx(2.0 * 3 * 64 * 4));
 }
+
+TEST_CASE("lowering: shared experts run while the dispatch all-to-all is in flight") {
+  ModelSpec m = load_model("deepseek-v3");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan plan = plan_from_string("tp=1,attn_dp=8,ep=8", 8, plan_defaults(m));
+  auto routing = make_routing("uniform", m.routing_shape());
+  Lowering low(plan, m, c, routing.get());
+  ReplicaBatch batch;
+  batch.groups.resize(8);
+  for (int a = 0; a < 8; ++a)
+    for (int q = 0; q < 64; ++q) batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 64 + q), 500, 1, 500, true});
+  StepProgram p = low.lower(batch);
+  // In program order the shared experts of a layer come after its dispatch and before its experts.
+  int dispatch = -1, shared = -1, experts = -1;
+  for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
+    const StepOp& op = p.ops[static_cast<std::size_t>(i)];
+    if (op.layer != 5) continue;
+    if (op.cls == OpClass::EpDispatch && dispatch < 0) dispatch = i;
+    if (op.cls == OpClass::SharedExperts && shared < 0) shared = i;
+    if (op.cls == OpClass::Experts && experts < 0) experts = i;
+  }
+  REQUIRE(dispatch >= 0);
+  CHECK(dispatch < shared);
+  CHECK(shared < experts);
+  StepTiming t = AnalyticExecutor(c).run(p);
+  CHECK(t.comm_exposed < t.comm_busy);  // some communication is hidden under the shared experts
+  // Without shared experts nothing overlaps the dispatch in one micro-batch.
+  ModelSpec no_shared = m;
+  no_shared.shared_experts = 0;
+  Lowering low2(plan, no_shared, c, routing.get());
+  StepTiming t2 = AnalyticExecutor(c).run(low2.lower(batch));
+  CHECK(t2.comm_exposed == doctest::Approx(t2.comm_busy));
+}

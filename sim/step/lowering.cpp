@@ -351,24 +351,19 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         }
         continue;
       }
-      // MoE: norm, router and shared experts per attention group; dispatch / experts / combine per unit.
+      // MoE: norm and router per attention group; dispatch / experts / combine per unit. The shared
+      // experts fork from the normed input but are issued after the dispatch, so that in program
+      // order (what list scheduling follows) they run while the dispatch all-to-all is in flight,
+      // as serving engines overlap them.
       std::vector<int> shared_end(static_cast<std::size_t>(prog.num_ranks()), -1);
       std::vector<Lay> shared_out(A, Lay::Full);
+      std::vector<std::vector<int>> shared_fork(A);  // Builder state after each group's normed input
       for (int a = 0; a < A; ++a) {
         if (T[a] <= 0) continue;
         const auto ranks = tp_ranks(s, a);
         norm(s, l, a, T[a]);
         b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-        if (m.shared_experts > 0) {
-          auto fork = b.snapshot();
-          double F = static_cast<double>(m.shared_expert_ffn) * m.shared_experts;
-          Shard ss = plan_.shard(Op::SharedExpert);
-          shared_out[a] = ffn(s, l, tp_group[s][a], ranks, T[a], F, ss == Shard::Replicate ? Shard::Replicate : Shard::Column,
-                              ss == Shard::Replicate ? Shard::Replicate : Shard::Row, tp, mm * h * F * wb,
-                              OpClass::SharedExperts, OpClass::TpComm, Lay::Full);
-          for (int r : ranks) shared_end[static_cast<std::size_t>(r)] = b.current(r);
-          b.restore(fork);
-        }
+        if (m.shared_experts > 0) shared_fork[a] = b.snapshot();
         Shard rs = plan_.shard(Op::Router);
         for (int r : ranks)
           b.compute(r, OpClass::Router, l, s, 2 * T[a] * h * m.experts / div_of(rs, tp),
@@ -407,6 +402,19 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         for (double x : prog.a2a[static_cast<std::size_t>(disp)]) total_bytes += x;
       b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpDispatch, l, s,
                    total_bytes / std::max(U, 1), disp);
+      for (int a = 0; a < A && m.shared_experts > 0; ++a) {  // shared experts, beside the dispatch
+        if (T[a] <= 0) continue;
+        const auto ranks = tp_ranks(s, a);
+        auto after = b.snapshot();
+        b.restore(shared_fork[a]);
+        double F = static_cast<double>(m.shared_expert_ffn) * m.shared_experts;
+        Shard ss = plan_.shard(Op::SharedExpert);
+        shared_out[a] = ffn(s, l, tp_group[s][a], ranks, T[a], F, ss == Shard::Replicate ? Shard::Replicate : Shard::Column,
+                            ss == Shard::Replicate ? Shard::Replicate : Shard::Row, tp, mm * h * F * wb,
+                            OpClass::SharedExperts, OpClass::TpComm, Lay::Full);
+        for (int r : ranks) shared_end[static_cast<std::size_t>(r)] = b.current(r);
+        b.restore(after);
+      }
       // Experts: each EP rank computes its local experts' real loads.
       const int per_rank = std::max(1, m.experts / d.ep);
       const double expert_bytes = static_cast<double>(m.expert_params()) * wb;
