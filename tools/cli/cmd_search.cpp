@@ -7,6 +7,9 @@
 // throughput objective replays the trace offline (all requests at t = 0) unless --online.
 // megatron and exhaustive are deterministic and run once; the other optimizers run --seeds times
 // with seeds 1..K. Everything is written only after the search finished.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +35,27 @@
 namespace shardsim::cli {
 
 namespace {
+
+// Runs argv[0] (found on PATH) with `dir` as its working directory, output discarded; true when it
+// exits 0. posix_spawn, not a shell: nothing in `dir` or the arguments is interpreted.
+bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return false;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 
 struct SearchOptions {
   SimInputs in;
@@ -218,13 +242,12 @@ void run(const SearchOptions& opt) {
     if (!best) throw InputError("--policy-out", opt.policy_out, "no rl run produced a policy");
     write_file_atomically(opt.policy_out, best->state);
   }
-  // The anytime plot, when gnuplot is there.
-  std::string cmd = "cd '" + opt.out + "' && gnuplot anytime.gp 2>/dev/null";
-  bool plotted = std::system("command -v gnuplot >/dev/null 2>&1") == 0 && std::system(cmd.c_str()) == 0;
+  // The anytime plot, when gnuplot is there (no shell: --out may hold any character).
+  bool plotted = run_quietly_in(opt.out, {"gnuplot", "anytime.gp"});
   std::cout << md;
   std::cout << "\nwrote " << opt.out << "/{results.json, anytime.csv, summary.md, anytime.gp"
             << (plotted ? ", anytime.png" : "") << (rep.best_known > 0 ? ", best-plan.json" : "") << "}\n";
-  if (!plotted) std::cout << "(gnuplot not found: run 'gnuplot anytime.gp' in " << opt.out << " to draw the curves)\n";
+  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed; run 'gnuplot anytime.gp' in " << opt.out << ")\n";
 }
 
 }  // namespace
