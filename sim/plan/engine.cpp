@@ -104,6 +104,21 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   return true;
 }
 
+// Every key set_field reads (aliases included): the compact string and the JSON "engine" object
+// accept the same ones.
+constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num_tokens",   "max_context",
+                                 "prefill_chunk",   "max_output",       "kv_free_fraction", "mem_util",
+                                 "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
+                                 "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
+                                 "seq_overhead_us", "runtime_reserve_gb"};
+
+// Replaces `e` by the preset `name`; the model's max_context survives.
+void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
+  int context = e.max_context;
+  e = engine_preset(name, source, field);
+  e.max_context = context;
+}
+
 std::string num(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.12g", x);
@@ -162,40 +177,30 @@ EngineSettings engine_preset(const std::string& name, const std::string& source,
 }
 
 const char* engine_key_list() {
-  return "engine, max_seqs, max_batch_tokens (max_num_tokens), max_context, prefill_chunk, max_output, "
-         "kv_free_fraction, mem_util, policy, preemption, kv_block, swap_bw, cuda_graphs, launch_overhead_us, "
-         "step_overhead_ms, seq_overhead_us, runtime_reserve_gb";
+  static const std::string list = [] {
+    std::string l = "engine";
+    for (const char* k : kKeys) l += std::string(", ") + k;
+    return l;
+  }();
+  return list.c_str();
 }
 
 bool set_engine_key(EngineSettings& e, const std::string& key, const std::string& value, const std::string& source) {
   if (key == "engine") {
-    int context = e.max_context;  // the model's default survives a preset
-    e = engine_preset(value, source, key);
-    e.max_context = context;
+    apply_preset(e, value, source, key);
     return true;
   }
   return set_field(e, key, value, source, key);
 }
 
 void engine_from_json(EngineSettings& e, JsonObject obj) {
-  if (obj.has("preset")) {
-    int context = e.max_context;
-    e = engine_preset(obj.string("preset"), obj.source(), obj.pointer("preset"));
-    e.max_context = context;
-  }
-  for (const auto& [key, unused] : items(e)) {
-    (void)unused;
+  if (obj.has("preset")) apply_preset(e, obj.string("preset"), obj.source(), obj.pointer("preset"));
+  for (const char* key : kKeys) {
     if (!obj.has(key)) continue;
     const json& v = obj.raw(key);
     std::string text = v.is_string() ? v.get<std::string>() : v.is_boolean() ? (v.get<bool>() ? "on" : "off") : v.dump();
     set_field(e, key, text, obj.source(), obj.pointer(key));
   }
-  // The other budget's key (items() lists only the current one).
-  for (const char* key : {"kv_free_fraction", "mem_util"})
-    if (obj.has(key)) {
-      const json& v = obj.raw(key);
-      set_field(e, key, v.is_string() ? v.get<std::string>() : v.dump(), obj.source(), obj.pointer(key));
-    }
   obj.finish();
 }
 

@@ -71,7 +71,7 @@ class ReplicaSim {
  public:
   ReplicaSim(int replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RoutingSource* routing,
              const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem, ServingResult& out)
-      : replica_(replica), plan_(plan), eng_(plan.engine), lowering_(plan, model, cluster, routing, replica), ex_(ex),
+      : replica_(replica), eng_(plan.engine), lowering_(plan, model, cluster, routing, replica), ex_(ex),
         opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
         groups_(plan.deg.attn_dp), engines_(plan.deg.pp), group_seqs_(seqs_per_group(plan.engine, plan.deg.attn_dp)),
         kv_used_(static_cast<std::size_t>(groups_), 0), seqs_in_group_(static_cast<std::size_t>(groups_), 0),
@@ -98,7 +98,7 @@ class ReplicaSim {
         continue;
       }
       if (++steps > opt_.max_steps) break;
-      double end = run_step(e, t, batch, static_cast<int>(work.size()));
+      double end = run_step(t, batch, static_cast<int>(work.size()));
       finish_step(work, end, load);
       ready_[static_cast<std::size_t>(e)] = end;
     }
@@ -240,13 +240,19 @@ class ReplicaSim {
     return *v;
   }
 
+  // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
+  void release(Seq& s) {
+    kv_used_[static_cast<std::size_t>(s.group)] -= s.kv;
+    seqs_in_group_[static_cast<std::size_t>(s.group)]--;
+    seqs_in_engine_[static_cast<std::size_t>(s.engine)]--;
+    s.req = -1;
+  }
+
   // Frees a running sequence's KV and puts it back at the head of the queue.
   void preempt(Seq& s) {
     out_.breakdown.preemptions++;
     Seq back = s;
-    kv_used_[static_cast<std::size_t>(s.group)] -= s.kv;
-    seqs_in_group_[static_cast<std::size_t>(s.group)]--;
-    seqs_in_engine_[static_cast<std::size_t>(s.engine)]--;
+    release(s);
     back.kv = 0;
     if (eng_.preemption == Preemption::Swap && s.prefilled >= s.prompt) {
       back.swapped = true;
@@ -258,7 +264,6 @@ class ReplicaSim {
       out_.breakdown.recomputed_tokens += s.ctx;
     }
     waiting_.push_front(back);
-    s.req = -1;
   }
 
   void build_batch(int e, ReplicaBatch& batch, std::vector<std::pair<Seq*, int>>& work) {
@@ -288,8 +293,7 @@ class ReplicaSim {
 
   // Executes (or recalls) the step's timing, adds the host's share, runs it through the pipeline
   // stages; returns when the step's last stage ends.
-  double run_step(int e, double t, const ReplicaBatch& batch, int seqs) {
-    (void)e;
+  double run_step(double t, const ReplicaBatch& batch, int seqs) {
     bool record = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
     std::vector<TimelineEvent> events;
     StepTiming timing = step_timing(batch, record, events);
@@ -332,7 +336,7 @@ class ReplicaSim {
     } else {
       lowering_.lower(batch, program_);
       timing = ex_.run(program_, record ? &events : nullptr);
-      timing.kernels = kernels_per_step(program_);
+      if (!eng_.cuda_graphs) timing.kernels = kernels_per_step(program_);  // only launches need it
       out_.breakdown.executed_steps++;
       if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, timing);
       if (!key.empty()) cache.emplace(std::move(key), timing);
@@ -394,10 +398,7 @@ class ReplicaSim {
         r.finish = end;
         r.completed = true;
         load.completions.push_back(end);
-        kv_used_[static_cast<std::size_t>(s->group)] -= s->kv;
-        seqs_in_group_[static_cast<std::size_t>(s->group)]--;
-        seqs_in_engine_[static_cast<std::size_t>(s->engine)]--;
-        s->req = -1;
+        release(*s);
       }
     }
     if (emitted > 0) out_.emissions.push_back({end, emitted});
@@ -405,7 +406,6 @@ class ReplicaSim {
   }
 
   int replica_;
-  const Plan& plan_;
   const EngineSettings& eng_;
   Lowering lowering_;
   const StepExecutor& ex_;

@@ -63,46 +63,55 @@ std::string size_name(double bytes) {
 
 // --- kernels (executor-independent: the compute model itself) ---
 
+// "gemm_bf16 curve (max_eff 0.82, half_rows 16, …)": what a kernel row set, read off the model.
+std::string curve_text(const char* name, const KernelCurve& c) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s curve (max_eff %.2f, half_rows %.0f, hbm_eff %.2f, half_bytes %.0f MB, overlap_loss %.2f, %.0f µs)",
+                name, c.max_eff, c.half_rows, c.hbm_eff, c.half_bytes / 1e6, c.overlap_loss, c.fixed * 1e6);
+  return buf;
+}
+
 void kernel_rows(std::vector<ValidationRow>& rows) {
   const GpuSpec& h100 = gpu_preset("H100-SXM-80GB");
   ComputeModel cm;
   cm.sustained_clock = 1.0;  // microbenchmarks run at boost clock
-  auto gemm = [&](const char* dt, Dtype math, double m, double n, double k, double us, const char* sets) {
+  auto add = [&](const std::string& name, ComputeKind kind, double shape, double flops, double bytes, Dtype math, double us,
+                 const std::string& sets, const std::string& table, const char* setup) {
+    double t = compute_time(h100, kind, shape, flops, bytes, math, cm);
+    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration, sets,
+                    std::string(kAic) + table + ")", setup, ""});
+  };
+  const std::string bf = curve_text("gemm_bf16", cm.gemm_bf16) + ": fit to 2,500 shapes, RMS 6.7%";
+  const std::string f8 = curve_text("gemm_fp8", cm.gemm_fp8) + ": fit to 2,500 shapes, RMS 10%";
+  auto gemm = [&](const char* dt, Dtype math, double m, double n, double k, double us) {
     double wb = math == Dtype::FP8 ? 1 : 2;
-    double t = compute_time(h100, ComputeKind::Gemm, m, 2 * m * n * k, n * k * wb + m * k * wb + m * n * 2, math, cm);
     char name[96];
     std::snprintf(name, sizeof name, "H100 %s GEMM M=%.0f N=%.0f K=%.0f", dt, m, n, k);
-    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration, sets,
-                    std::string(kAic) + "gemm/trtllm/1.3.0rc20/gemm_perf.parquet)", "one GEMM, TensorRT-LLM Linear", ""});
+    add(name, ComputeKind::Gemm, m, 2 * m * n * k, n * k * wb + m * k * wb + m * n * 2, math, us,
+        math == Dtype::FP8 ? f8 : bf, "gemm/trtllm/1.3.0rc20/gemm_perf.parquet", "one GEMM, TensorRT-LLM Linear");
   };
-  const char* bf = "gemm_bf16 curve (max_eff 0.82, hbm_eff 0.86, overlap_loss 0.2, 4 µs): fit to 2,500 shapes, RMS 6.7%";
-  const char* f8 = "gemm_fp8 curve (max_eff 0.60, hbm_eff 0.80, overlap_loss 0.3, 12 µs): fit to 2,500 shapes, RMS 10%";
-  gemm("BF16", Dtype::BF16, 1, 8192, 8192, 49.2, bf);
-  gemm("BF16", Dtype::BF16, 1024, 8192, 8192, 190.7, bf);
-  gemm("BF16", Dtype::BF16, 4096, 5120, 8192, 435.4, bf);
-  gemm("FP8", Dtype::FP8, 1, 8192, 8192, 37.4, f8);
-  gemm("FP8", Dtype::FP8, 128, 8192, 8192, 42.5, f8);
-  gemm("FP8", Dtype::FP8, 4096, 5120, 8192, 319.2, f8);
+  gemm("BF16", Dtype::BF16, 1, 8192, 8192, 49.2);
+  gemm("BF16", Dtype::BF16, 1024, 8192, 8192, 190.7);
+  gemm("BF16", Dtype::BF16, 4096, 5120, 8192, 435.4);
+  gemm("FP8", Dtype::FP8, 1, 8192, 8192, 37.4);
+  gemm("FP8", Dtype::FP8, 128, 8192, 8192, 42.5);
+  gemm("FP8", Dtype::FP8, 4096, 5120, 8192, 319.2);
   // Attention with Llama-70B heads (64 query, 8 KV, dim 128).
   auto prefill = [&](double b, double s, double us) {
-    double flops = b * 2 * s * (s + 1) / 2 * 64 * 256;
-    double t = compute_time(h100, ComputeKind::PrefillAttention, s, flops, b * s * 2 * 8 * 128 * 2 * 2, Dtype::BF16, cm);
     char name[96];
     std::snprintf(name, sizeof name, "H100 prefill attention b=%.0f s=%.0f (64/8 heads, BF16)", b, s);
-    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration,
-                    "attn_prefill curve (max_eff 0.60, half at 1,500 tokens of KV)",
-                    std::string(kAic) + "attention/trtllm/1.3.0rc20/context_attention_perf.parquet)", "causal, one kernel", ""});
+    add(name, ComputeKind::PrefillAttention, s, b * 2 * s * (s + 1) / 2 * 64 * 256, b * s * 2 * 8 * 128 * 2 * 2,
+        Dtype::BF16, us, curve_text("attn_prefill", cm.attn_prefill),
+        "attention/trtllm/1.3.0rc20/context_attention_perf.parquet", "causal, one kernel");
   };
   prefill(1, 8192, 2165.35);
   prefill(1, 2048, 209.16);
   auto decode = [&](double b, double kv, double us) {
-    double bytes = b * kv * 2 * 8 * 128 * 1.0;  // FP8 KV
-    double t = compute_time(h100, ComputeKind::DecodeAttention, 1, b * 2 * kv * 64 * 256, bytes, Dtype::BF16, cm);
     char name[96];
     std::snprintf(name, sizeof name, "H100 decode attention b=%.0f KV=%.0f (64/8 heads, FP8 KV)", b, kv);
-    rows.push_back({name, "kernels", "µs", us, t * 1e6, 0.05, RowRole::Calibration,
-                    "attn_decode curve (hbm_eff 0.90 ≈ 3.0 TB/s, half at 8 MB, 8 µs)",
-                    std::string(kAic) + "attention/trtllm/1.3.0rc20/generation_attention_perf.parquet)", "paged KV, one kernel", ""});
+    add(name, ComputeKind::DecodeAttention, 1, b * 2 * kv * 64 * 256, b * kv * 2 * 8 * 128 * 1.0 /* FP8 KV */,
+        Dtype::BF16, us, curve_text("attn_decode", cm.attn_decode),
+        "attention/trtllm/1.3.0rc20/generation_attention_perf.parquet", "paged KV, one kernel");
   };
   decode(32, 8192, 185.61);
   decode(128, 2048, 185.29);
@@ -218,7 +227,7 @@ std::vector<EndToEnd> end_to_end_cases(double scale) {
   std::vector<EndToEnd> c;
   c.push_back({"Llama-2-70B Offline, DGX-H100 (TP2×4, FP8)", "llama2-70b", "dgx-h100:1", mlperf_h100 + ",max_seqs=896",
                openorca(n(24576), 0), n(24576), true, true, 1, 24524.9, 0, 0, 0, 0,
-               std::string(kMlperf41) + "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99/Offline", ""});
+               std::string(kMlperf41) + "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99/Offline", "", ""});
   c.push_back({"Llama-2-70B Server 75 q/s, DGX-H100 (TP2×4, FP8)", "llama2-70b", "dgx-h100:1", mlperf_h100 + ",max_seqs=1024",
                openorca(n(24576), 75), n(24576), false, true, 1, 21605.79, 273.0, 461.3, 156.4, 175.4,
                std::string(kMlperf41) + "closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99/Server", "",
@@ -229,10 +238,10 @@ std::vector<EndToEnd> end_to_end_cases(double scale) {
                "callbacks) is missing; the H200 TP1 Server rows, same harness, are inside"});
   c.push_back({"Llama-2-70B Offline, 8×H200 (TP1×8, FP8)", "llama2-70b", "dgx-h200:1", mlperf_h200 + ",max_seqs=806",
                openorca(n(24576), 0), n(24576), true, true, 1, 31302.7, 0, 0, 0, 0,
-               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Offline", ""});
+               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Offline", "", ""});
   c.push_back({"Llama-2-70B Server 101 q/s, 8×H200 (TP1×8, FP8)", "llama2-70b", "dgx-h200:1", mlperf_h200 + ",max_seqs=896",
                openorca(n(24576), 101), n(24576), false, true, 1, 29228.22, 180.8, 452.7, 124.3, 146.0,
-               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Server", ""});
+               std::string(kMlperf41) + "closed/NVIDIA/results/H200-SXM-141GBx8_TRT/llama2-70b-99/Server", "", ""});
   const std::string fixed = "synthetic:n=%N%,prompt=fixed:1000,output=fixed:1000,seed=7";
   auto fixed_n = [&](int x) {
     std::string s = fixed;
@@ -240,11 +249,11 @@ std::vector<EndToEnd> end_to_end_cases(double scale) {
     return s;
   };
   c.push_back({"Mixtral-8x7B TP2, H100 (trtllm-bench)", "mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4," + trt, fixed_n(4 * n(3000)),
-               4 * n(3000), true, false, 4, 15770.89, 0, 0, 0, 0, bench, kMoeMiss});
+               4 * n(3000), true, false, 4, 15770.89, 0, 0, 0, 0, bench, kMoeMiss, ""});
   c.push_back({"Mixtral-8x7B TP8, H100 (trtllm-bench)", "mixtral-8x7b", "dgx-h100:1", "tp=8," + trt, fixed_n(n(3000)), n(3000),
-               true, false, 1, 40631.71, 0, 0, 0, 0, bench, kMoeMiss});
+               true, false, 1, 40631.71, 0, 0, 0, 0, bench, kMoeMiss, ""});
   c.push_back({"Mixtral-8x22B TP8, H100 (trtllm-bench)", "mixtral-8x22b", "dgx-h100:1", "tp=8," + trt, fixed_n(n(3000)), n(3000),
-               true, false, 1, 16573.24, 0, 0, 0, 0, bench, kMoeMiss});
+               true, false, 1, 16573.24, 0, 0, 0, 0, bench, kMoeMiss, ""});
   return c;
 }
 

@@ -90,6 +90,10 @@ double tree_all_reduce(const Cluster& c, const std::vector<int>& gpus, double by
   return 2 * depth * worst.alpha + 2 * bytes / worst.bw;
 }
 
+// The all-to-all's own time, without the call latency (defined below all_to_all_time).
+double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                     const CollectiveModel& m);
+
 double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
   double p = static_cast<double>(gpus.size());
   Hop h = hop(c, gpus[0], gpus[1], m);
@@ -121,7 +125,7 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
     double p = static_cast<double>(gpus.size());
     std::vector<double> mat(gpus.size() * gpus.size(), bytes / p);
     for (std::size_t i = 0; i < gpus.size(); ++i) mat[i * gpus.size() + i] = 0;
-    return {all_to_all_time(c, gpus, mat, m) - call_latency(kind, m), CollAlgo::Pairwise};
+    return {pairwise_time(c, gpus, mat, m), CollAlgo::Pairwise};
   }
   auto domains = by_domain(c, gpus);
   bool one_domain = domains.size() == 1;
@@ -164,6 +168,13 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
 
 double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
                        const CollectiveModel& m) {
+  return gpus.size() <= 1 ? 0 : call_latency(CollKind::AllToAll, m) + pairwise_time(c, gpus, matrix, m);
+}
+
+namespace {
+
+double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                     const CollectiveModel& m) {
   const std::size_t p = gpus.size();
   if (p <= 1) return 0;
   const auto& eff = c.collective_efficiency();
@@ -225,8 +236,10 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
     double net_bw = c.injection_bw(nic_gpu[k]) * eff.network;
     if (net_bw > 0) worst = std::max(worst, std::max(nic_out[k], nic_in[k]) / net_bw);
   }
-  return call_latency(CollKind::AllToAll, m) + latency + worst;
+  return latency + worst;
 }
+
+}  // namespace
 
 double p2p_time(const Cluster& c, int src, int dst, double bytes, const CollectiveModel& m) {
   if (src == dst || bytes <= 0) return 0;

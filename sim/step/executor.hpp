@@ -38,7 +38,7 @@ struct StepTiming {
   double expert_time = 0;                             // Σ over MoE layers of the slowest rank's expert time
   std::array<double, 4> coll_by_kind{};               // comm op-seconds per GPU by CollKind; sends count in the AllToAll slot
   double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
-  int kernels = 0;                                    // operations of the busiest rank (host launches without CUDA graphs)
+  int kernels = 0;                                    // operations of the busiest rank; counted only without CUDA graphs (host launches)
 };
 
 class StepExecutor {
