@@ -76,6 +76,12 @@ TEST_CASE("engine: bad values are refused naming the key") {
   } catch (const InputError& e) {
     CHECK(std::string(e.field()) == "/engine/max_seq");
   }
+  // The compact string's aliases are JSON keys too.
+  json alias = json::parse(R"({"degrees": {"tp": 2}, "engine": {"max_num_tokens": 3000, "gpu_memory_utilization": 0.8}})");
+  Plan pa = plan_from_json(alias, "p.json", 8, {});
+  CHECK(pa.engine.max_batch_tokens == 3000);
+  CHECK(pa.engine.kv_budget == KvBudget::TotalFraction);
+  CHECK(pa.engine.kv_fraction == doctest::Approx(0.8));
   json k = json::parse(R"({"degrees": {"tp": 2}, "engine": {"max_seqs": 4.5}})");
   CHECK_THROWS_AS(plan_from_json(k, "p.json", 8, {}), InputError);
 }

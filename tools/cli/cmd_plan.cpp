@@ -170,13 +170,14 @@ void add_plan_command(CLI::App& app) {
       "Examples:\n"
       "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan plan.json\n"
       "  shardsim plan check --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,kv=fp8\n"
+      "  shardsim plan check --model llama2-70b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,act=fp8,kv=fp8,engine=trtllm-mlperf\n"
       "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:4 --plan tp=1,ep=32,attn_dp=32\n"
       "  shardsim plan check --model llama3-70b --cluster dgx-h100:2 --plan megatron --json check.json");
   check->add_option("--model,-m", opts->model, "model preset, model JSON or Hugging Face config.json")
       ->capture_default_str();
   check->add_option("--cluster,-c", opts->cluster, "cluster shorthand (dgx-h100:N) or cluster JSON")
       ->capture_default_str();
-  check->add_option("--plan,-p", opts->plan, "plan JSON file, compact degrees (tp=2,dp=4) or 'megatron'")
+  check->add_option("--plan,-p", opts->plan, "plan JSON file, compact string (tp=2,dp=4,engine=trtllm,max_seqs=896: degrees, sharding, dtypes, engine settings; docs/plan-format.md) or 'megatron'")
       ->capture_default_str();
   check->add_option("--json", opts->json_out, "also write the check as JSON to this file");
   check->callback([opts] { run_check(*opts); });

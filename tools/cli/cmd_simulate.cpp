@@ -206,11 +206,11 @@ void add_simulate_command(CLI::App& app) {
       "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --requests 500\n"
       "  shardsim simulate --model deepseek-v3 --cluster dgx-h100:4 --plan tp=1,ep=32,attn_dp=32 \\\n"
       "                    --routing synthetic:zipf=1.2,locality=0.3 --slo ttft=2000,tpot=80 --json out.json\n"
-      "  shardsim simulate --model llama2-70b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,act=fp8,kv=fp8 \\\n"
+      "  shardsim simulate --model llama2-70b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,act=fp8,kv=fp8,engine=trtllm-mlperf \\\n"
       "                    --trace synthetic:n=4000,prompt=lognormal:222:0.6,output=lognormal:290:0.5 --offline\n"
       "  shardsim simulate --plan megatron --timeline steps.json --requests-csv requests.csv");
   add_sim_options(cmd, opt->in);
-  cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact degrees (tp=2,dp=4) or 'megatron'")->capture_default_str();
+  cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact string (tp=2,dp=4,engine=trtllm,max_seqs=896: degrees, sharding, dtypes, engine settings; docs/plan-format.md) or 'megatron'")->capture_default_str();
   cmd->add_option("--fidelity", opt->fidelity,
                   "analytic (formulas) | simgrid (a stratified sample of steps in SimGrid corrects the rest) | full (every step in SimGrid)")
       ->capture_default_str();
