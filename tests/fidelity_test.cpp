@@ -40,6 +40,22 @@ TEST_CASE("fidelity: sampled SimGrid agrees with analytic on one NVLink node") {
   CHECK(ms.completed == ma.completed);
 }
 
+TEST_CASE("fidelity: the full tier runs every step whole in SimGrid, never a folded program") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan p = plan_from_string("tp=2,ep=2,etp=1", 2, plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=3,prompt=fixed:64,output=fixed:4,seed=3");
+  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
+  ServingOptions o;  // the fast path by default: the full tier must override it
+  FidelityReport r;
+  auto runner = make_in_process_runner();
+  ServingResult s = serve_at_fidelity("full", p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), r);
+  CHECK(r.failed == 0);
+  CHECK(r.sampled_steps == s.breakdown.steps);
+  CHECK(s.breakdown.layers_lowered == m.layers);
+  CHECK(summarize(s, o, 2).completed == 3);
+}
+
 TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a failed evaluation") {
   // A handler that dies on request "die" and otherwise serves SimGrid steps.
   WorkerPool pool(2, [](std::string_view req) -> std::string {

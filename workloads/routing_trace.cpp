@@ -128,6 +128,33 @@ void RoutingSource::route_tokens(std::uint32_t request, std::uint32_t first, std
   if (count > 0) do_route_tokens(request, first, count, out.data());
 }
 
+void RoutingSource::route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
+                                 std::span<const int> layers, std::span<ExpertId> out) const {
+  const std::size_t need = static_cast<std::size_t>(count) * layers.size() * static_cast<std::size_t>(shape_.top_k);
+  if (out.size() != need)
+    throw std::invalid_argument("RoutingSource::route_layers: output holds " + std::to_string(out.size()) + " ids, " +
+                                std::to_string(need) + " needed");
+  for (std::size_t j = 0; j < layers.size(); ++j)
+    if (layers[j] < 0 || layers[j] >= shape_.moe_layers || (j > 0 && layers[j] <= layers[j - 1]))
+      throw std::out_of_range("RoutingSource::route_layers: layers must ascend inside [0, " +
+                              std::to_string(shape_.moe_layers) + ")");
+  if (count > 0 && first > std::numeric_limits<std::uint32_t>::max() - (count - 1))
+    throw std::out_of_range("RoutingSource::route_layers: positions overflow 32 bits");
+  if (count > 0 && !layers.empty())
+    do_route_layers(request, first, count, layers.data(), static_cast<int>(layers.size()), out.data());
+}
+
+void RoutingSource::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, const int* layers,
+                                    int num_layers, ExpertId* out) const {
+  const std::size_t n = shape_.ids_per_token(), k = static_cast<std::size_t>(shape_.top_k);
+  std::vector<ExpertId> token(n);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    do_route_tokens(request, first + i, 1, token.data());
+    for (int j = 0; j < num_layers; ++j, out += k)
+      std::copy_n(token.begin() + static_cast<std::ptrdiff_t>(layers[j]) * shape_.top_k, k, out);
+  }
+}
+
 void RoutingSource::do_route(std::uint32_t request, std::uint32_t position, int moe_layer, ExpertId* out) const {
   std::vector<ExpertId> token(shape_.ids_per_token());
   do_route_tokens(request, position, 1, token.data());
@@ -281,6 +308,12 @@ void RoutingTraceFile::do_route(std::uint32_t request, std::uint32_t position, i
   const unsigned char* p = token_ids(request, position) + static_cast<std::size_t>(moe_layer) * k * static_cast<std::size_t>(id_bytes_);
   for (std::size_t j = 0; j < k; ++j)
     out[j] = id_bytes_ == 1 ? p[j] : static_cast<ExpertId>(p[2 * j] | p[2 * j + 1] << 8);
+}
+
+void RoutingTraceFile::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
+                                       const int* layers, int num_layers, ExpertId* out) const {
+  for (std::uint32_t i = 0; i < count; ++i)
+    for (int j = 0; j < num_layers; ++j, out += shape().top_k) do_route(request, first + i, layers[j], out);
 }
 
 std::string encode_routing_trace(const RoutingShape& shape, std::span<const std::uint32_t> token_counts,
@@ -743,6 +776,41 @@ void SyntheticRouting::do_route_tokens(std::uint32_t request, std::uint32_t firs
     ExpertId* dst = out + i * n;
     if (t.reuses(request, first + i)) std::copy_n(dst - n, n, dst);
     else t.fresh_token(c, request, first + i, dst);
+  }
+}
+
+void SyntheticRouting::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
+                                       const int* layers, int num_layers, ExpertId* out) const {
+  const Tables& t = *t_;
+  const RequestCtx c = t.context(request);
+  const std::size_t n = static_cast<std::size_t>(num_layers) * static_cast<std::size_t>(t.k);
+  const int depth = t.a > 0 ? kChainDepth : 0;
+  ExpertId chain[2 * kMaxTopK];
+  // One fresh token: each listed layer drawn after its truncated chain (from l − depth, or on
+  // from the previous listed layer when that is closer).
+  auto fresh = [&](std::uint32_t pos, ExpertId* dst) {
+    const std::uint64_t ts = t.token_seed(request, pos);
+    int last = -1;                 // the last layer drawn, its experts in chain[(last % 2)·k]
+    for (int j = 0; j < num_layers; ++j) {
+      const int l = layers[j];
+      int m = std::max(0, l - depth);
+      if (last >= m - 1 && last >= 0) m = last + 1;
+      const ExpertId* prev = last >= 0 && last == m - 1 ? chain + (last % 2) * t.k : nullptr;
+      for (; m <= l; ++m) {
+        SplitMix64 rng = Tables::layer_rng(ts, m);
+        ExpertId* slot = chain + (m % 2) * t.k;
+        t.draw_layer(c, m, prev, rng, slot);
+        prev = slot;
+      }
+      last = l;
+      std::copy_n(chain + (l % 2) * t.k, t.k, dst + static_cast<std::size_t>(j) * t.k);
+    }
+  };
+  fresh(t.fresh_source(request, first), out);
+  for (std::uint32_t i = 1; i < count; ++i) {
+    ExpertId* dst = out + i * n;
+    if (t.reuses(request, first + i)) std::copy_n(dst - n, n, dst);
+    else fresh(first + i, dst);
   }
 }
 

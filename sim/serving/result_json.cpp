@@ -127,9 +127,37 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
                     {"usable_gb", mem.usable / 1e9},
                     {"kv_capacity_tokens", mem.kv_capacity_tokens}}}};
   j["breakdown"] = breakdown_to_json(r.breakdown, plan.deg);
+  j["scoring"] = scoring_to_json(r.breakdown, o);
   j["provenance"] = {{"version", "shardsim 0.1.0"}, {"fidelity", in.fidelity}, {"seed", in.seed},
                      {"steps_simulated", r.breakdown.steps}, {"wall_s", wall_s}};
   return j;
+}
+
+json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
+  json approx = json::array();
+  if (o.shape_buckets_per_octave > 0)
+    approx.push_back("steps memoised by shape, " + std::to_string(o.shape_buckets_per_octave) + " buckets per octave");
+  if (b.layers_lowered < b.model_layers)
+    approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +
+                     " lowered per replica step (MoE layers onto about " + std::to_string(o.fold_moe_layers) +
+                     " routed representatives, at least one per stage)");
+  return {{"path", o.exact() ? "exact" : "fast"},
+          {"steps", b.steps},
+          {"executed_steps", b.executed_steps},
+          {"reused_steps", b.steps - b.executed_steps},
+          {"forwarded_steps", b.forwarded_steps},
+          {"layers_lowered", b.layers_lowered},
+          {"model_layers", b.model_layers},
+          {"approximations", approx}};
+}
+
+std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o) {
+  std::ostringstream s;
+  s << (o.exact() ? "exact path" : "fast path") << ": " << b.executed_steps << " of " << b.steps << " steps executed";
+  if (b.forwarded_steps > 0) s << ", " << b.forwarded_steps << " fast-forwarded";
+  s << "; " << b.layers_lowered << " of " << b.model_layers << " layers lowered";
+  if (o.shape_buckets_per_octave > 0) s << "; steps memoised by shape (" << o.shape_buckets_per_octave << " buckets/octave)";
+  return s.str();
 }
 
 std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu) {

@@ -25,6 +25,10 @@ struct RunInputs {
 
 // The breakdown with what each figure sums over: `d` gives the replicas and GPUs per replica.
 json breakdown_to_json(const ServingBreakdown& b, const Degrees& d);
+// Which scoring path made the result and which approximations it used (docs/performance.md).
+json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o);
+// The same in one line of the text report.
+std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o);
 json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                     const ServingOptions& o, double wall_s);
 // Chrome trace event format (opens in Perfetto): one process per GPU, one thread per stream.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "sim/plan/plan_layout.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -28,6 +29,16 @@ struct Seq {
   long kv = 0;           // KV tokens reserved or allocated
   long order = 0;        // admission order (the latest is preempted first)
   bool swapped = false;  // preempted by swap: its KV waits in host memory
+  long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
+};
+
+// An engine replaying one memoised decode step (ServingOptions::fast_forward): its sequences
+// are not touched until the run is materialised; `done` steps have run, `left` may still run.
+struct Armed {
+  long left = 0, done = 0;
+  int tokens = 0;        // decode tokens per step (its running sequences)
+  StepTiming timing;     // as the loop uses it (transformed)
+  bool active() const { return left > 0 || done > 0; }
 };
 
 // What the steady-state window needs from a replica.
@@ -54,54 +65,81 @@ void accumulate(ServingBreakdown& b, const StepTiming& t) {
 }
 
 // Counts the operations of the busiest rank: the kernels its host launches in one step.
+// A folded operation counts as the `weight` kernels it stands for.
 int kernels_per_step(const StepProgram& p) {
-  std::vector<int> n(static_cast<std::size_t>(p.num_ranks()), 0);
+  std::vector<double> n(static_cast<std::size_t>(p.num_ranks()), 0);
   for (const auto& op : p.ops) {
     if (op.type == OpType::Collective) {
-      for (int r : p.groups[static_cast<std::size_t>(op.group)]) n[static_cast<std::size_t>(r)]++;
+      for (int r : p.groups[static_cast<std::size_t>(op.group)]) n[static_cast<std::size_t>(r)] += op.weight;
     } else {
-      n[static_cast<std::size_t>(op.rank)]++;
-      if (op.type == OpType::Send) n[static_cast<std::size_t>(op.peer)]++;
+      n[static_cast<std::size_t>(op.rank)] += op.weight;
+      if (op.type == OpType::Send) n[static_cast<std::size_t>(op.peer)] += op.weight;
     }
   }
-  return n.empty() ? 0 : *std::max_element(n.begin(), n.end());
+  return n.empty() ? 0 : static_cast<int>(std::lround(*std::max_element(n.begin(), n.end())));
 }
 
 class ReplicaSim {
  public:
-  ReplicaSim(int replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RoutingSource* routing,
-             const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem, ServingResult& out)
-      : replica_(replica), eng_(plan.engine), lowering_(plan, model, cluster, routing, replica), ex_(ex),
+  ReplicaSim(int replica, int key_replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
+             const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
+             ServingResult& out)
+      : replica_(replica), key_replica_(key_replica), eng_(plan.engine),
+        lowering_(plan, model, cluster, routing, replica, folded(opt)),
+        unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
+                      ? std::make_unique<Lowering>(plan, model, cluster, routing, replica)
+                      : nullptr),
+        ex_(ex),
         opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
         groups_(plan.deg.attn_dp), engines_(plan.deg.pp), group_seqs_(seqs_per_group(plan.engine, plan.deg.attn_dp)),
         kv_used_(static_cast<std::size_t>(groups_), 0), seqs_in_group_(static_cast<std::size_t>(groups_), 0),
         seqs_in_engine_(static_cast<std::size_t>(engines_), 0), ready_(static_cast<std::size_t>(engines_), 0.0),
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
-        stage_first_(static_cast<std::size_t>(engines_), -1.0) {}
+        stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)) {
+    int lowered = 0;
+    for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
+    out_.breakdown.layers_lowered = lowered;
+    out_.breakdown.model_layers = model.layers;
+  }
 
   void run(const std::vector<int>& reqs, ReplicaLoad& load) {
     std::size_t next = 0;
-    long steps = 0;
+    ReplicaBatch batch;
+    std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
     while (true) {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
       if (t == kNever) break;
-      while (next < reqs.size() && out_.requests[static_cast<std::size_t>(reqs[next])].arrival <= t)
+      const double next_arrival = next < reqs.size() ? out_.requests[static_cast<std::size_t>(reqs[next])].arrival : kNever;
+      if (fast_step(e, t, next_arrival)) continue;
+      if (steps_ >= opt_.max_steps) break;
+      materialize(e);
+      while (next < reqs.size() && out_.requests[static_cast<std::size_t>(reqs[next])].arrival <= t) {
+        if (waiting_.empty()) head_blocked_ = false;  // a new head
         waiting_.push_back(new_seq(reqs[next++]));
-      admit(t, load);
+      }
+      if (!waiting_.empty() && !head_known_blocked()) {
+        materialize_all();  // admission reads the exact KV use
+        admit(t, load);
+        head_blocked_ = !waiting_.empty();
+        blocked_at_ = frees_;
+      }
       grow_kv(e);
-      ReplicaBatch batch;
-      std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
+      work.clear();
       build_batch(e, batch, work);
       if (work.empty()) {
         sleep(e, t, next < reqs.size() ? out_.requests[static_cast<std::size_t>(reqs[next])].arrival : kNever);
         continue;
       }
-      if (++steps > opt_.max_steps) break;
-      double end = run_step(t, batch, static_cast<int>(work.size()));
-      finish_step(work, end, load);
+      ++steps_;
+      const int seqs = static_cast<int>(work.size());
+      const bool whole_decode = seqs == seqs_in_engine_[static_cast<std::size_t>(e)] && batch_is_decode(work);
+      double end = run_step(t, batch, seqs);
+      finish_step(work, end, load);  // (work's pointers die here)
       ready_[static_cast<std::size_t>(e)] = end;
+      arm(e, seqs, whole_decode);
     }
+    materialize_all();
     for (int s = 0; s < engines_ && engines_ > 1; ++s) {  // one stage has no pipeline bubble
       if (stage_first_[static_cast<std::size_t>(s)] < 0) continue;
       double span = stage_free_[static_cast<std::size_t>(s)] - stage_first_[static_cast<std::size_t>(s)];
@@ -171,6 +209,7 @@ class ReplicaSim {
   }
 
   void reject() {
+    ++frees_;  // a new head
     out_.rejected_any = true;
     out_.note = "some requests need more KV cache than one attention group holds; they were not served";
     waiting_.pop_front();
@@ -225,6 +264,7 @@ class ReplicaSim {
       if (s.req < 0 || s.engine != e || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
       long more = blocks(s.ctx + 1) - s.kv;
       auto& used = kv_used_[static_cast<std::size_t>(s.group)];
+      if (used + more > kv_capacity_) materialize_all();  // runs' pre-allocations are not real use
       while (used + more > kv_capacity_ && s.req >= 0) preempt(latest_in_group(s.group));
       if (s.req < 0) continue;  // it was the latest itself
       used += more;
@@ -242,6 +282,7 @@ class ReplicaSim {
 
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
   void release(Seq& s) {
+    ++frees_;
     kv_used_[static_cast<std::size_t>(s.group)] -= s.kv;
     seqs_in_group_[static_cast<std::size_t>(s.group)]--;
     seqs_in_engine_[static_cast<std::size_t>(s.engine)]--;
@@ -291,12 +332,24 @@ class ReplicaSim {
     }
   }
 
-  // Executes (or recalls) the step's timing, adds the host's share, runs it through the pipeline
-  // stages; returns when the step's last stage ends.
+  // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
+  // last stage ends.
   double run_step(double t, const ReplicaBatch& batch, int seqs) {
     bool record = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
     std::vector<TimelineEvent> events;
-    StepTiming timing = step_timing(batch, record, events);
+    last_timing_ = step_timing(batch, record, events);
+    double step_start = t;
+    double end = advance_clock(t, last_timing_, seqs, &step_start);
+    if (record) {
+      for (auto& ev : events) ev.start += step_start;
+      out_.timeline.insert(out_.timeline.end(), events.begin(), events.end());
+    }
+    return end;
+  }
+
+  // Adds a step's timing to the sums and the host's share to the clock, runs it through the
+  // pipeline stages; returns when its last stage ends (and in *first_stage when it began).
+  double advance_clock(double t, const StepTiming& timing, int seqs, double* first_stage = nullptr) {
     accumulate(out_.breakdown, timing);
     // Host: the scheduler's fixed and per-sequence work, swaps, and — without CUDA graphs — kernel
     // launches, which stretch the GPU time when the host cannot keep ahead.
@@ -306,35 +359,146 @@ class ReplicaSim {
     double stretch = timing.makespan > 0 && launch > timing.makespan ? launch / timing.makespan : 1.0;
     out_.breakdown.host_time += host + (stretch - 1) * timing.makespan;
     double clock = t + host;
-    double step_start = clock;
     for (int s = 0; s < engines_; ++s) {
       double st = stretch * (timing.stage_time.size() > static_cast<std::size_t>(s) ? timing.stage_time[static_cast<std::size_t>(s)]
                                                                                    : (s == 0 ? timing.makespan : 0));
       double begin = std::max(clock, stage_free_[static_cast<std::size_t>(s)]);
-      if (s == 0) step_start = begin;
+      if (s == 0 && first_stage != nullptr) *first_stage = begin;
       if (stage_first_[static_cast<std::size_t>(s)] < 0) stage_first_[static_cast<std::size_t>(s)] = begin;
       clock = begin + st;
       stage_free_[static_cast<std::size_t>(s)] = clock;
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
     if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
-    if (record) {
-      for (auto& ev : events) ev.start += step_start;
-      out_.timeline.insert(out_.timeline.end(), events.begin(), events.end());
-    }
     return clock;
+  }
+
+  // ---- fast-forward (ServingOptions::fast_forward) ----
+
+  bool head_known_blocked() const { return head_blocked_ && blocked_at_ == frees_; }
+
+  static bool batch_is_decode(const std::vector<std::pair<Seq*, int>>& work) {
+    for (const auto& [s, n] : work)
+      if (s->prefilled < s->prompt) return false;
+    return true;
+  }
+
+  // Replays engine e's memoised decode step when nothing the exact loop would do differs: no
+  // arrival it could admit, no head that may have become admissible. False = take the normal path.
+  bool fast_step(int e, double t, double next_arrival) {
+    Armed& a = armed_[static_cast<std::size_t>(e)];
+    if (a.left <= 0 || steps_ >= opt_.max_steps) return false;
+    if (waiting_.empty() ? next_arrival <= t : !head_known_blocked()) return false;
+    ++steps_;
+    --a.left;
+    ++a.done;
+    out_.breakdown.forwarded_steps++;
+    double end = advance_clock(t, a.timing, a.tokens);
+    out_.breakdown.decode_tokens += a.tokens;
+    out_.emissions.push_back({end, a.tokens});
+    ready_[static_cast<std::size_t>(e)] = end;
+    return true;
+  }
+
+  // After a decode step that held all of engine e's sequences (`all_decode`, judged before the
+  // step): how many more steps keep the same shape key (contexts grow by one a step), complete
+  // nobody and — on demand — fit their KV blocks; those steps' blocks are pre-allocated so that
+  // no other engine's step can take them.
+  void arm(int e, int seqs, bool all_decode) {
+    const bool recording = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
+    if (!opt_.fast_forward || last_key_.empty() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
+    std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
+    long min_left = std::numeric_limits<long>::max();
+    int total = 0;
+    for (const auto& x : running_) {
+      if (x.req < 0 || x.engine != e) continue;
+      n[static_cast<std::size_t>(x.group)] += 1;
+      c[static_cast<std::size_t>(x.group)] += static_cast<double>(x.ctx);
+      min_left = std::min<long>(min_left, x.output - x.generated);
+      ++total;
+    }
+    if (total == 0 || total > eng_.max_batch_tokens) return;
+    auto key_after = [&](long m) {  // the key of the m-th next step
+      double sums[3] = {0, 0, 0}, maxs[3] = {0, 0, 0};
+      for (int g = 0; g < groups_; ++g) {
+        double v[3] = {n[static_cast<std::size_t>(g)], 0, c[static_cast<std::size_t>(g)] + static_cast<double>(m) * n[static_cast<std::size_t>(g)]};
+        for (int i = 0; i < 3; ++i) {
+          sums[i] += v[i];
+          maxs[i] = std::max(maxs[i], v[i]);
+        }
+      }
+      return bucket_key(sums, maxs, total);
+    };
+    long hi = min_left - 1;  // the step that completes a sequence runs normally
+    if (hi <= 0 || key_after(0) != last_key_) return;
+    long lo = 1;  // key_after(m) == last_key_ for m < lo; keys only grow with m
+    while (lo < hi) {
+      long mid = lo + (hi - lo + 1) / 2;
+      if (key_after(mid - 1) == last_key_) lo = mid;
+      else hi = mid - 1;
+    }
+    long steps = lo;
+    if (eng_.policy == KvPolicy::OnDemand) steps = preallocate(e, steps);
+    if (steps <= 0) return;
+    armed_[static_cast<std::size_t>(e)] = Armed{steps, 0, total, last_timing_};
+  }
+
+  // On-demand KV: the blocks engine e's sequences need for `steps` more steps, halving `steps`
+  // until every group has room; returns the steps granted (0 = none).
+  long preallocate(int e, long steps) {
+    std::vector<long> more(static_cast<std::size_t>(groups_));
+    for (; steps > 0; steps /= 2) {
+      std::fill(more.begin(), more.end(), 0);
+      for (const auto& x : running_)
+        if (x.req >= 0 && x.engine == e) more[static_cast<std::size_t>(x.group)] += std::max(0L, blocks(x.ctx + steps) - x.kv);
+      bool fits = true;
+      for (int g = 0; g < groups_; ++g)
+        fits = fits && kv_used_[static_cast<std::size_t>(g)] + more[static_cast<std::size_t>(g)] <= kv_capacity_;
+      if (fits) break;
+    }
+    if (steps <= 0) return 0;
+    for (auto& x : running_) {
+      if (x.req < 0 || x.engine != e) continue;
+      x.kv_unarmed = x.kv;
+      long grown = std::max(x.kv, blocks(x.ctx + steps));
+      kv_used_[static_cast<std::size_t>(x.group)] += grown - x.kv;
+      x.kv = grown;
+    }
+    return steps;
+  }
+
+  // Brings engine e's sequences up to date with the steps it fast-forwarded and gives back the
+  // KV blocks pre-allocated for steps it did not run.
+  void materialize(int e) {
+    Armed& a = armed_[static_cast<std::size_t>(e)];
+    if (!a.active()) return;
+    for (auto& x : running_) {
+      if (x.req < 0 || x.engine != e) continue;
+      x.ctx += a.done;
+      x.generated += static_cast<int>(a.done);
+      if (eng_.policy != KvPolicy::OnDemand) continue;
+      long real = a.done > 0 ? std::max(x.kv_unarmed, blocks(x.ctx)) : x.kv_unarmed;
+      kv_used_[static_cast<std::size_t>(x.group)] -= x.kv - real;
+      x.kv = real;
+    }
+    a = Armed{};
+  }
+
+  void materialize_all() {
+    for (int e = 0; e < engines_; ++e) materialize(e);
   }
 
   StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
     StepTiming timing;
     auto key = shape_key(batch);
+    last_key_ = key;
     StepCache& cache = opt_.step_cache ? *opt_.step_cache : cache_;
-    if (!key.empty()) key.push_back(replica_);
+    if (!key.empty()) key.push_back(key_replica_);
     auto hit = key.empty() || record ? cache.end() : cache.find(key);
     if (hit != cache.end()) {
       timing = hit->second;
     } else {
-      lowering_.lower(batch, program_);
+      (record && unfolded_ ? *unfolded_ : lowering_).lower(batch, program_);
       timing = ex_.run(program_, record ? &events : nullptr);
       if (!eng_.cuda_graphs) timing.kernels = kernels_per_step(program_);  // only launches need it
       out_.breakdown.executed_steps++;
@@ -356,11 +520,7 @@ class ReplicaSim {
 
   // Bucketed shape of a step (see ServingOptions::shape_buckets_per_octave); empty = no memoising.
   std::vector<int> shape_key(const ReplicaBatch& batch) const {
-    const int b = opt_.shape_buckets_per_octave;
-    if (b <= 0) return {};
-    auto q = [b](double x) {
-      return x <= 2.0 * b ? static_cast<int>(x) : static_cast<int>(2 * b + std::lround(b * std::log2(x / (2.0 * b))));
-    };
+    if (opt_.shape_buckets_per_octave <= 0) return {};
     double sums[3] = {0, 0, 0}, maxs[3] = {0, 0, 0};
     int emits = 0;
     for (const auto& g : batch.groups) {
@@ -375,7 +535,17 @@ class ReplicaSim {
         maxs[i] = std::max(maxs[i], v[i]);
       }
     }
-    return {q(sums[0]), q(sums[1]), q(sums[2]), q(maxs[0]), q(maxs[1]), q(maxs[2]), q(emits)};
+    return bucket_key(sums, maxs, emits);
+  }
+
+  // Per attention group: decode tokens, prefill tokens, context tokens; their sums and maxima
+  // over groups, and the tokens emitted, each in ~2^(1/b) buckets (exact up to 2b).
+  std::vector<int> bucket_key(const double* sums, const double* maxs, int emits) const {
+    const int b = opt_.shape_buckets_per_octave;
+    auto q = [](double x, int b) {
+      return x <= 2.0 * b ? static_cast<int>(x) : static_cast<int>(2 * b + std::lround(b * std::log2(x / (2.0 * b))));
+    };
+    return {q(sums[0], b), q(sums[1], b), q(sums[2], b), q(maxs[0], b), q(maxs[1], b), q(maxs[2], b), q(emits, b)};
   }
 
   void finish_step(const std::vector<std::pair<Seq*, int>>& work, double end, ReplicaLoad& load) {
@@ -405,9 +575,17 @@ class ReplicaSim {
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
   }
 
+  static LoweringOptions folded(const ServingOptions& o) {
+    LoweringOptions lo;
+    lo.fold_moe_layers = o.fold_moe_layers;
+    return lo;
+  }
+
   int replica_;
+  int key_replica_;             // the first replica whose steps cost the same (shares cache entries)
   const EngineSettings& eng_;
   Lowering lowering_;
+  std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
   const StepExecutor& ex_;
   const ServingOptions& opt_;
   double kv_capacity_;
@@ -421,6 +599,13 @@ class ReplicaSim {
   std::deque<Seq> running_;
   long admissions_ = 0;
   double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
+  long steps_ = 0;
+  long frees_ = 0;             // releases and rejections so far: a blocked head may now fit
+  long blocked_at_ = 0;        // frees_ when the head was last found blocked
+  bool head_blocked_ = false;
+  std::vector<Armed> armed_;   // per engine
+  std::vector<int> last_key_;  // of the last step run normally (without the replica)
+  StepTiming last_timing_;     // its timing as the loop used it
   StepProgram program_;  // reused step after step
   StepCache cache_;  // memoised step timings by bucketed shape, when no shared cache is given
 };
@@ -458,6 +643,50 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
   return w;
 }
 
+// The GPUs of a replica in rank order (stage by stage, unit order inside).
+std::vector<int> replica_gpus(const PlanLayout& layout, int pp, int replica) {
+  std::vector<int> out;
+  for (int s = 0; s < pp; ++s)
+    for (int g : layout.unit(s, replica)) out.push_back(g);
+  return out;
+}
+
+// True when two replicas' steps cost the same to the analytic executor: rank by rank the same
+// rail, NIC bandwidth and NVLink domain pattern, and pair by pair routes of the same latency,
+// bottleneck and kind. (All the collective formulas read; sim/step/collective_cost.cpp.)
+bool same_costs(const Cluster& c, const std::vector<int>& a, const std::vector<int>& b) {
+  const std::size_t p = a.size();
+  for (std::size_t i = 0; i < p; ++i) {
+    if (c.rail_of(a[i]) != c.rail_of(b[i]) || c.injection_bw(a[i]) != c.injection_bw(b[i])) return false;
+    for (std::size_t j = 0; j < p; ++j) {
+      if (c.same_nvlink_domain(a[i], a[j]) != c.same_nvlink_domain(b[i], b[j])) return false;
+      if (i == j) continue;
+      Route x = c.route(a[i], a[j]), y = c.route(b[i], b[j]);
+      if (x.latency != y.latency || x.bottleneck_bw != y.bottleneck_bw || x.nvlink_only != y.nvlink_only) return false;
+    }
+  }
+  return true;
+}
+
+// For each replica, the first replica with the same costs (its step cache entries are shared).
+std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
+  PlanLayout layout(plan);
+  std::vector<int> cls(static_cast<std::size_t>(plan.deg.dp));
+  std::vector<std::vector<int>> gpus;
+  std::vector<int> firsts;
+  for (int r = 0; r < plan.deg.dp; ++r) {
+    gpus.push_back(replica_gpus(layout, plan.deg.pp, r));
+    cls[static_cast<std::size_t>(r)] = r;
+    for (int f : firsts)
+      if (same_costs(cluster, gpus[static_cast<std::size_t>(f)], gpus.back())) {
+        cls[static_cast<std::size_t>(r)] = f;
+        break;
+      }
+    if (cls[static_cast<std::size_t>(r)] == r) firsts.push_back(r);
+  }
+  return cls;
+}
+
 }  // namespace
 
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
@@ -477,8 +706,9 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   std::vector<std::vector<int>> per_replica(static_cast<std::size_t>(plan.deg.dp));
   for (std::size_t i = 0; i < out.requests.size(); ++i) per_replica[i % per_replica.size()].push_back(static_cast<int>(i));
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
+  const std::vector<int> classes = options.shape_buckets_per_octave > 0 ? cost_classes(plan, cluster) : std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0);
   for (int rep = 0; rep < plan.deg.dp; ++rep) {
-    ReplicaSim sim(rep, plan, model, cluster, routing, executor, options, out.memory, out);
+    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, options, out.memory, out);
     sim.run(per_replica[static_cast<std::size_t>(rep)], loads[static_cast<std::size_t>(rep)]);
   }
   for (const auto& r : out.requests)

@@ -14,7 +14,9 @@
 // its peak batch over once to the first replica's last admission. Pipeline parallelism runs
 // pp micro-batches in flight ("virtual engines"): a micro-batch enters stage s when stage s is
 // free, so steady-state throughput follows the slowest stage and the bubble is measured.
-// Units: seconds. Thread-safety: serve() is pure given a thread-safe executor and routing.
+// Scoring paths (ServingOptions): the fast path memoises steps by shape (replicas of one cost
+// class share the cache), lowers folded layers and fast-forwards unchanging decode batches;
+// set_exact() lowers every step whole. Units: seconds. Thread-safety: serve() is pure given a thread-safe executor and routing.
 #pragma once
 
 #include <array>
@@ -51,6 +53,21 @@ struct ServingOptions {
   // timing (its routing included). 0 = execute every step. The analytic tier uses it by default;
   // the result reports how many steps were executed.
   int shape_buckets_per_octave = 12;
+  // Fold the model's MoE layers onto about this many routed representatives (at least one per
+  // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
+  // 0 lowers every layer. Timeline steps are never folded.
+  int fold_moe_layers = 16;
+  // Decode-only steps whose shape key cannot change (no arrival, admission, completion, KV
+  // growth that could preempt, or bucket crossing) are replayed without rebuilding the batch:
+  // the loop advances the clock, not the sequences. Exact given the memoisation above.
+  bool fast_forward = true;
+  // The exact path: every step lowered with every layer and its own routing, nothing reused.
+  void set_exact() {
+    shape_buckets_per_octave = 0;
+    fold_moe_layers = 0;
+    fast_forward = false;
+  }
+  bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0; }
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
   // A step cache shared between serve() calls (the simgrid tier's two passes); null = private.
@@ -89,6 +106,8 @@ struct ServingBreakdown {
   double pipeline_span = 0;                       // Σ over replicas and stages of the busy span
   long steps = 0, prefill_tokens = 0, decode_tokens = 0;
   long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
+  long forwarded_steps = 0;                       // of the memoised, replayed by fast-forward (no batch built)
+  int layers_lowered = 0, model_layers = 0;       // per replica: layers in a step program / in the model
   int peak_seqs = 0;                              // most sequences ever running in one attention group
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)
   long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)

@@ -266,6 +266,7 @@ void end_to_end_rows(const ExecutorFactory& make, const ValidationOptions& opt, 
     auto ex = make(cluster);
     ServingOptions so;
     so.offline = e.offline;
+    if (opt.exact) so.set_exact();
     // MoE rows: the default synthetic routing (balanced-trained experts, mild skew).
     std::unique_ptr<RoutingSource> routing;
     if (model.is_moe()) routing = make_routing("synthetic:seed=7", model.routing_shape());

@@ -50,6 +50,7 @@ using ExecutorFactory = std::function<std::unique_ptr<StepExecutor>(const Cluste
 struct ValidationOptions {
   double request_scale = 1.0;   // fraction of each end-to-end row's requests (tests use less)
   bool end_to_end = true;       // false: kernel and collective rows only
+  bool exact = false;           // end-to-end rows on the exact scoring path (ServingOptions::set_exact)
 };
 
 std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options = {});

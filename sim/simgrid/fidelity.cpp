@@ -236,7 +236,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     std::vector<SimgridStepResult> results;
     RemoteExecutor remote(*runner, cluster_spec, analytic, report, results);
     ServingOptions o = options;
-    o.shape_buckets_per_octave = 0;
+    o.set_exact();  // every step whole in SimGrid (SimGrid programs are never folded)
     ServingResult r = serve(plan, model, cluster, trace, routing, remote, o);
     aggregate(results, report);
     std::vector<double> ratios;

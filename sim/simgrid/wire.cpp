@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <stdexcept>
 #include <limits>
 
 namespace shardsim {
@@ -147,6 +148,9 @@ std::string encode(const StepProgram& p) {
   for (const auto& m : p.a2a) w.doubles(m);
   w.count(p.ops.size());
   for (const StepOp& op : p.ops) {
+    if (op.weight != 1)
+      throw std::logic_error("encode: a folded step program (operation weight " + std::to_string(op.weight) +
+                             ") is analytic only; lower SimGrid programs unfolded");
     w.u8(static_cast<std::uint8_t>(op.type));
     w.u8(static_cast<std::uint8_t>(op.cls));
     w.i32(op.layer);

@@ -35,7 +35,8 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
   // Last op on each rank's stream: [rank][stream].
   std::vector<std::array<int, 2>> last(static_cast<std::size_t>(ranks), {-1, -1});
   std::map<std::tuple<int, int, double>, double> coll_cache;  // (group, kind, bytes) → seconds
-  std::vector<int> involved;
+  std::vector<std::vector<int>> group_gpus(p.groups.size());  // per group, built on first use
+  int pair[2];
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
     double ready = 0;
@@ -45,9 +46,21 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
         ready = end[static_cast<std::size_t>(*d)];
         why = *d;
       }
-    involved_ranks(p, op, involved);
+    // The ranks the operation occupies, without copying a group.
+    const int* rb = pair;
+    const int* re = pair;
+    if (op.type == OpType::Collective) {
+      const auto& g = p.groups[static_cast<std::size_t>(op.group)];
+      rb = g.data();
+      re = g.data() + g.size();
+    } else {
+      pair[0] = op.rank;
+      pair[1] = op.peer;
+      re = pair + (op.type == OpType::Send ? 2 : 1);
+    }
     const int s = static_cast<int>(op.stream());
-    for (int r : involved) {
+    for (const int* it = rb; it != re; ++it) {
+      const int r = *it;
       int prev = last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)];
       if (prev >= 0 && end[static_cast<std::size_t>(prev)] > ready) {
         ready = end[static_cast<std::size_t>(prev)];
@@ -55,18 +68,27 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
       }
     }
     double dur;
-    if (op.type == OpType::Collective && op.matrix < 0) {
-      auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes);
-      auto it = coll_cache.find(key);
-      if (it == coll_cache.end()) it = coll_cache.emplace(key, op_time(p, op)).first;
-      dur = it->second;
+    if (op.type == OpType::Collective) {
+      auto& gpus = group_gpus[static_cast<std::size_t>(op.group)];
+      if (gpus.empty())
+        for (const int* it = rb; it != re; ++it) gpus.push_back(p.rank_gpu[static_cast<std::size_t>(*it)]);
+      if (op.matrix >= 0 && op.coll == CollKind::AllToAll) {
+        dur = all_to_all_time(cluster_, gpus, p.a2a[static_cast<std::size_t>(op.matrix)], collective_);
+      } else {
+        auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes);
+        auto it = coll_cache.find(key);
+        if (it == coll_cache.end())
+          it = coll_cache.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_).seconds).first;
+        dur = it->second;
+      }
     } else {
       dur = op_time(p, op);
     }
+    dur *= op.weight;
     start[i] = ready;
     end[i] = ready + dur;
     pred[i] = why;
-    for (int r : involved) last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)] = static_cast<int>(i);
+    for (const int* it = rb; it != re; ++it) last[static_cast<std::size_t>(*it)][static_cast<std::size_t>(s)] = static_cast<int>(i);
   }
   return summarize_schedule(p, start, end, pred, timeline);
 }

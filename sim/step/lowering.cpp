@@ -28,6 +28,35 @@ Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& clus
   stages_ = stage_layers(model_.layers, d.pp);
   int j = 0;
   for (int l = 0; l < model_.layers; ++l) moe_index_.push_back(model_.is_moe_layer(l) ? j++ : -1);
+  for (const auto& range : stages_) lowered_.push_back(choose_layers(range, j));
+  route_slot_.assign(static_cast<std::size_t>(j), -1);
+  for (const auto& stage : lowered_)
+    for (const auto& x : stage)
+      if (moe_index_[static_cast<std::size_t>(x.layer)] >= 0) routed_.push_back(moe_index_[static_cast<std::size_t>(x.layer)]);
+  std::sort(routed_.begin(), routed_.end());
+  for (std::size_t i = 0; i < routed_.size(); ++i) route_slot_[static_cast<std::size_t>(routed_[i])] = static_cast<int>(i);
+}
+
+std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int model_moe_layers) const {
+  std::vector<LoweredLayer> out;
+  const auto& only = options_.only_layers;
+  if (!only.empty() || options_.fold_moe_layers <= 0) {
+    for (int l = range.first; l < range.last; ++l)
+      if (only.empty() || std::find(only.begin(), only.end(), l) != only.end()) out.push_back({l, 1.0});
+    return out;
+  }
+  std::vector<int> dense, moe;
+  for (int l = range.first; l < range.last; ++l) (moe_index_[static_cast<std::size_t>(l)] >= 0 ? moe : dense).push_back(l);
+  if (!dense.empty()) out.push_back({dense.front(), static_cast<double>(dense.size())});
+  // The model's representatives shared out by the stages' MoE layers, at least one per stage.
+  const std::size_t n = moe.size();
+  const std::size_t share = static_cast<std::size_t>(
+      std::lround(static_cast<double>(options_.fold_moe_layers) * static_cast<double>(n) / std::max(1, model_moe_layers)));
+  const std::size_t R = std::min(n, std::max<std::size_t>(1, share));
+  for (std::size_t i = 0; i < R; ++i)  // the middle of each of R equal slices, standing for the slice
+    out.push_back({moe[(2 * i + 1) * n / (2 * R)], static_cast<double>((i + 1) * n / R - i * n / R)});
+  std::sort(out.begin(), out.end(), [](const LoweredLayer& a, const LoweredLayer& b) { return a.layer < b.layer; });
+  return out;
 }
 
 namespace {
@@ -63,7 +92,9 @@ class Builder {
     op.flops = flops;
     op.hbm_bytes = bytes;
     op.math = math;
-    return advance(op, {rank});
+    op.weight = weight_;
+    one_[0] = rank;
+    return advance(op, one_);
   }
 
   // A collective over `group` (index into prog.groups); skipped (returns −1) for groups of one rank.
@@ -79,6 +110,7 @@ class Builder {
     op.coll = kind;
     op.bytes = bytes;
     op.matrix = matrix;
+    op.weight = weight_;
     return advance(op, ranks);
   }
 
@@ -114,10 +146,13 @@ class Builder {
     if (op >= 0) extra_[static_cast<std::size_t>(rank)].push_back(op);
   }
   int current(int rank) const { return cur_[static_cast<std::size_t>(rank)]; }
+  // Layers the next operations stand for (LoweredLayer::weight); sends and the ends stay at 1.
+  void set_weight(double w) { weight_ = w; }
 
  private:
   int advance(StepOp op, const std::vector<int>& ranks) {
-    std::vector<int> deps;
+    std::vector<int>& deps = deps_;
+    deps.clear();
     for (int r : ranks) {
       deps.push_back(cur_[static_cast<std::size_t>(r)]);
       auto& e = extra_[static_cast<std::size_t>(r)];
@@ -134,6 +169,9 @@ class Builder {
   StepProgram& prog_;
   std::vector<int> cur_;
   std::vector<std::vector<int>> extra_;
+  std::vector<int> deps_;  // scratch
+  std::vector<int> one_{0};  // scratch: a single rank
+  double weight_ = 1;
 };
 
 // Routing loads of one MoE layer for one stage's unit.
@@ -192,14 +230,16 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       emit[a] += sq.emits ? 1 : 0;
     }
 
-  // Routing of every MoE layer: sampled windows of each sequence, scaled to its token count.
+  // Routing of every lowered MoE layer: sampled windows of each sequence, scaled to its token count.
   std::vector<LayerRouting> routing;
   const int num_moe = m.num_moe_layers();
-  if (m.is_moe() && routing_ != nullptr) {
-    routing.assign(static_cast<std::size_t>(num_moe), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0),
-                                                                    std::vector<double>(static_cast<std::size_t>(m.experts), 0)});
+  const int nr = static_cast<int>(routed_.size());
+  if (m.is_moe() && routing_ != nullptr && nr > 0) {
+    routing.assign(static_cast<std::size_t>(nr), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0),
+                                                               std::vector<double>(static_cast<std::size_t>(m.experts), 0)});
     const int k = m.top_k;
     const int per_rank = std::max(1, m.experts / d.ep);
+    const bool every_layer = nr == num_moe;
     std::vector<ExpertId> ids;
     std::vector<int> dest;
     for (int a = 0; a < A && a < static_cast<int>(batch.groups.size()); ++a) {
@@ -208,12 +248,13 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         if (sq.new_tokens <= 0) continue;
         int c = std::min(sq.new_tokens, options_.max_routed_tokens_per_seq);
         double w = static_cast<double>(sq.new_tokens) / c;
-        ids.resize(static_cast<std::size_t>(c) * num_moe * k);
-        routing_->route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
+        ids.resize(static_cast<std::size_t>(c) * nr * k);
+        if (every_layer) routing_->route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
+        else routing_->route_layers(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), routed_, ids);
         for (int i = 0; i < c; ++i, ++token_index) {
           int src = a * tp + static_cast<int>(token_index % tp);
-          for (int j = 0; j < num_moe; ++j) {
-            const ExpertId* x = &ids[(static_cast<std::size_t>(i) * num_moe + j) * k];
+          for (int j = 0; j < nr; ++j) {
+            const ExpertId* x = &ids[(static_cast<std::size_t>(i) * nr + j) * k];
             auto& L = routing[static_cast<std::size_t>(j)];
             dest.clear();
             for (int q = 0; q < k; ++q) {
@@ -268,11 +309,11 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
                 ComputeKind::Memory, share);
   };
 
-  auto tp_ranks = [&](int s, int a) {
-    std::vector<int> r;
-    for (int t = 0; t < tp; ++t) r.push_back(rank(s, a * tp + t));
-    return r;
-  };
+  std::vector<std::vector<std::vector<int>>> tp_rank_lists(d.pp, std::vector<std::vector<int>>(A));
+  for (int s = 0; s < d.pp; ++s)
+    for (int a = 0; a < A; ++a)
+      for (int t = 0; t < tp; ++t) tp_rank_lists[s][a].push_back(rank(s, a * tp + t));
+  auto tp_ranks = [&](int s, int a) -> const std::vector<int>& { return tp_rank_lists[s][a]; };
 
   for (int s = 0; s < d.pp; ++s) {
     // Pipeline receive (or embedding on the first stage).
@@ -295,16 +336,15 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       }
     }
 
-    for (int l = stages_[s].first; l < stages_[s].last; ++l) {
-      if (!options_.only_layers.empty() &&
-          std::find(options_.only_layers.begin(), options_.only_layers.end(), l) == options_.only_layers.end())
-        continue;
+    for (const LoweredLayer& lowered : lowered_[static_cast<std::size_t>(s)]) {
+      const int l = lowered.layer;
+      b.set_weight(lowered.weight);
       const bool moe = moe_index_[l] >= 0;
       const LayerWeights& lw = moe ? moe_w : dense_w;
       // ---- attention block, per attention group ----
       for (int a = 0; a < A; ++a) {
         if (T[a] <= 0) continue;
-        const auto ranks = tp_ranks(s, a);
+        const auto& ranks = tp_ranks(s, a);
         norm(s, l, a, T[a]);
         b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
         double qkv_local = lw.attention - o_local;
@@ -360,7 +400,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       std::vector<std::vector<int>> shared_fork(A);  // Builder state after each group's normed input
       for (int a = 0; a < A; ++a) {
         if (T[a] <= 0) continue;
-        const auto ranks = tp_ranks(s, a);
+        const auto& ranks = tp_ranks(s, a);
         norm(s, l, a, T[a]);
         b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
         if (m.shared_experts > 0) shared_fork[a] = b.snapshot();
@@ -375,26 +415,21 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       // With ep = 1 there is no expert parallelism: every rank of the unit is an expert-TP member
       // of the one EP group, and those in the token's own attention group already hold it (Full
       // after the router). Only copies to other attention groups move data — expert-TP traffic.
-      const int j = moe_index_[l];
+      const int j = route_slot_[static_cast<std::size_t>(moe_index_[l])];
       const bool no_ep = d.ep == 1;
-      std::vector<double> recv(U, 0);
       int disp = -1, comb = -1;
       if (!routing.empty()) {
-        std::vector<double> D = routing[static_cast<std::size_t>(j)].dispatch;
+        std::vector<double>& D = routing[static_cast<std::size_t>(j)].dispatch;  // this step's own copy
         for (int src = 0; no_ep && src < U; ++src)
           for (int dst = 0; dst < U; ++dst)
             if (src / tp == dst / tp) D[static_cast<std::size_t>(src) * U + dst] = 0;
-        std::vector<double> mat(D.size());
+        auto& mat = prog.a2a.emplace_back(D.size());
         for (std::size_t i = 0; i < mat.size(); ++i) mat[i] = D[i] * h * ab;
-        for (int src = 0; src < U; ++src)
-          for (int dst = 0; dst < U; ++dst) recv[dst] += D[static_cast<std::size_t>(src) * U + dst];
-        prog.a2a.push_back(mat);
         disp = static_cast<int>(prog.a2a.size()) - 1;
-        std::vector<double> back(mat.size());
+        auto& back = prog.a2a.emplace_back(D.size());
         for (int src = 0; src < U; ++src)
           for (int dst = 0; dst < U; ++dst)
             back[static_cast<std::size_t>(dst) * U + src] = D[static_cast<std::size_t>(src) * U + dst] * h * 2.0 / d.etp;
-        prog.a2a.push_back(back);
         comb = static_cast<int>(prog.a2a.size()) - 1;
       }
       double total_bytes = 0;
@@ -404,7 +439,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
                    total_bytes / std::max(U, 1), disp);
       for (int a = 0; a < A && m.shared_experts > 0; ++a) {  // shared experts, beside the dispatch
         if (T[a] <= 0) continue;
-        const auto ranks = tp_ranks(s, a);
+        const auto& ranks = tp_ranks(s, a);
         auto after = b.snapshot();
         b.restore(shared_fork[a]);
         double F = static_cast<double>(m.shared_expert_ffn) * m.shared_experts;
@@ -450,6 +485,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       }
     }
 
+    b.set_weight(1);
     if (s == d.pp - 1) {
       for (int a = 0; a < A; ++a) {
         if (emit[a] <= 0) continue;

@@ -13,6 +13,12 @@
 // combine back; uneven routing makes uneven all-to-all matrices and uneven expert compute.
 // Routing cost control: at most `max_routed_tokens_per_seq` tokens of a sequence are routed per
 // step (a contiguous window), their loads scaled to the sequence's token count.
+// Folding (the fast scoring path): each stage lowers one dense layer standing for all its dense
+// layers and its share of the model's `fold_moe_layers` MoE representatives (at least one; each
+// the middle layer of an equal slice) standing for the rest (StepOp::weight);
+// only those MoE layers are routed (RoutingSource::route_layers). Dense layers are identical, so
+// folding them only drops the overlap between neighbours; MoE layers differ by their routing, so
+// folding them samples it.
 // Thread-safety: lower_step is a pure function of its inputs (the routing source is const).
 #pragma once
 
@@ -49,6 +55,16 @@ struct LoweringOptions {
   // When non-empty, only these model layers are lowered (the SimGrid tier's representative layers);
   // layer_weight scales nothing here — executors report per-layer times for extrapolation.
   std::vector<int> only_layers;
+  // > 0: fold the model's MoE layers onto about this many representatives, shared out by the
+  // stages (at least one each), and each stage's dense layers onto one; 0 lowers every layer.
+  // Ignored when only_layers is set.
+  int fold_moe_layers = 0;
+};
+
+// A lowered layer and how many model layers it stands for.
+struct LoweredLayer {
+  int layer = 0;
+  double weight = 1;
 };
 
 // Static context of one replica: built once per (plan, model, cluster, replica), reused per step.
@@ -62,8 +78,12 @@ class Lowering {
 
   const Plan& plan() const { return plan_; }
   int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
+  // The layers lowered in each stage (all of them, the only_layers, or the folded representatives).
+  const std::vector<std::vector<LoweredLayer>>& lowered_layers() const { return lowered_; }
 
  private:
+  std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
+
   Plan plan_;
   const ModelSpec& model_;
   const Cluster& cluster_;
@@ -73,6 +93,9 @@ class Lowering {
   std::vector<int> rank_gpu_;
   std::vector<LayerRange> stages_;
   std::vector<int> moe_index_;   // model layer → MoE layer index (−1 for dense layers)
+  std::vector<std::vector<LoweredLayer>> lowered_;  // per stage
+  std::vector<int> routed_;      // MoE layer indices routed (ascending)
+  std::vector<int> route_slot_;  // MoE layer index → position in routed_, −1 when not routed
 };
 
 }  // namespace shardsim

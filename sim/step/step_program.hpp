@@ -65,6 +65,10 @@ struct StepOp {
   double bytes = 0;            // Collective: per-rank bytes (see header); Send: bytes
   int matrix = -1;             // AllToAll: index into StepProgram::a2a
   int peer = -1;               // Send: the receiver
+  // Layers this operation stands for (the fast path's folded layers: one representative layer
+  // lowered for `weight` identical ones). The analytic executor multiplies the duration; SimGrid
+  // programs are never folded (encode() refuses weights other than 1).
+  double weight = 1;
   // Dependencies: deps[dep_begin, dep_end) of StepProgram::deps
   std::uint32_t dep_begin = 0, dep_end = 0;
 

@@ -3,7 +3,9 @@
 //
 // analytic: deepseek-v3 on dgx-h100:8 with the first 1,000 Azure requests and synthetic routing;
 // a portfolio of feasible plans (the Megatron rule and attention-DP/EP variants) is scored one
-// after the other; the median wall time per plan and plans per second are printed.
+// after the other; the median wall time per plan and plans per second are printed
+// (`shardsim_bench N analytic` stops there). Then issue 11's larger cases: wide EP on 256 GPUs,
+// Mixtral's 36,000-request offline replay, random search on 256 GPUs, and peak memory.
 // search: the plan-search driver on mixtral-8x7b / dgx-h100:2 (200 Azure requests offline,
 // analytic tier): the same runs with 1 and 2 TBB threads — simulated evaluations per second,
 // the speed-up, the cache hit rate and the wall time. `shardsim_bench search` runs only this.
@@ -125,6 +127,78 @@ static double compute_ceiling() {
   return one / two;
 }
 
+static double peak_rss_mb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1e3;
+}
+
+// Scores each plan once at the analytic tier and prints wall time, steps and how they were made.
+static std::vector<double> score_plans(const ModelSpec& m, const Cluster& c, const RequestTrace& t,
+                                       const RoutingSource* routing, const std::vector<std::string>& texts, bool offline) {
+  AnalyticExecutor ex(c);
+  std::vector<double> ms;
+  std::printf("%-38s %9s %9s %9s %10s %13s\n", "plan", "wall ms", "steps", "executed", "forwarded", "output tok/s");
+  for (const auto& text : texts) {
+    Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
+    if (!check_plan(p, m, c).feasible()) {
+      std::printf("%-38s infeasible, skipped\n", text.c_str());
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    ServingOptions o;
+    o.offline = offline;
+    ServingResult r = serve(p, m, c, t, routing, ex, o);
+    Metrics mt = summarize(r, o, c.num_gpus());
+    double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ms.push_back(w);
+    std::printf("%-38s %9.1f %9ld %9ld %10ld %13.0f\n", text.c_str(), w, r.breakdown.steps, r.breakdown.executed_steps,
+                r.breakdown.forwarded_steps, mt.output_tok_s);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+// deepseek-v3 on 256 GPUs (wide EP), Mixtral's long offline replay, and search on 256 GPUs.
+static void bench_large() {
+  ModelSpec ds = load_model("deepseek-v3");
+  Cluster c256 = load_cluster("dgx-h100:32");
+  RequestTrace azure = head(load_request_trace("azure-conv"), 1000);
+  auto routing = make_routing("synthetic:seed=1", ds.routing_shape());
+  std::printf("\nanalytic scoring: deepseek-v3 on dgx-h100:32 (256 GPUs), 1,000 Azure requests, wide EP (target ≤ 200 ms)\n");
+  auto ms = score_plans(ds, c256, azure, routing.get(),
+                        {"tp=1,attn_dp=64,ep=64,dp=4", "tp=1,attn_dp=128,ep=128,dp=2", "tp=1,attn_dp=32,ep=32,pp=2,dp=4"}, false);
+  if (!ms.empty()) std::printf("max %.1f ms\n", ms.back());
+
+  ModelSpec mx = load_model("mixtral-8x7b");
+  Cluster c8 = load_cluster("dgx-h100:1");
+  RequestTrace big = load_request_trace("synthetic:n=36000,prompt=lognormal:222:0.6,output=lognormal:290:0.5,seed=1");
+  auto mrouting = make_routing("synthetic:seed=1", mx.routing_shape());
+  std::printf("\nanalytic scoring: mixtral-8x7b on 8 GPUs, 36,000 requests offline (target ≤ 300 ms)\n");
+  score_plans(mx, c8, big, mrouting.get(), {"tp=2,dp=4", "tp=8"}, true);
+
+  EvaluatorInputs in;
+  in.model = &ds;
+  in.cluster = &c256;
+  in.cluster_spec = "dgx-h100:32";
+  RequestTrace t200 = head(load_request_trace("azure-conv"), 200);
+  in.trace = &t200;
+  in.routing = routing.get();
+  ServingEvaluator eval(in);
+  Plan base = default_plan(ds);
+  SearchSpace space(ds, c256, base);
+  SearchSettings st;
+  st.budget = 60;
+  st.threads = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  SearchOutcome out = run_search(space, eval, {{"random", 1, 0}}, st);
+  double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("\nsearch: random, deepseek-v3 on 256 GPUs, 200 Azure requests, analytic, 1 thread: %ld simulated in %.1f s "
+              "= %.1f evaluations/s (target ≥ 30)\n",
+              out.computed, w, static_cast<double>(out.computed) / w);
+  std::printf("peak memory of this process so far: %.0f MB (target ≤ 500 MB)\n", peak_rss_mb());
+}
+
 static void bench_search() {
   ModelSpec m = load_model("mixtral-8x7b");
   Cluster c = load_cluster("dgx-h100:2");
@@ -183,31 +257,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> texts = {"tp=8,pp=2,ep=8,dp=4",         "tp=8,ep=8,pp=4,dp=2",   "tp=1,attn_dp=8,ep=8,pp=2,dp=4",
                                     "tp=1,attn_dp=16,ep=16,dp=4",  "tp=1,attn_dp=32,ep=32,dp=2", "tp=2,attn_dp=8,ep=16,dp=4",
                                     "tp=4,attn_dp=4,ep=16,dp=4",   "tp=1,attn_dp=64,ep=64",       "tp=8,ep=8,pp=8"};
-  AnalyticExecutor ex(c);
-  std::vector<double> ms;
   std::printf("analytic scoring: deepseek-v3 on dgx-h100:8, %d Azure requests, synthetic routing\n", requests);
-  std::printf("%-34s %10s %10s %12s %14s\n", "plan", "wall ms", "steps", "executed", "output tok/s");
-  for (const auto& text : texts) {
-    Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
-    if (!check_plan(p, m, c).feasible()) {
-      std::printf("%-34s infeasible, skipped\n", text.c_str());
-      continue;
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    ServingOptions o;
-    ServingResult r = serve(p, m, c, t, routing.get(), ex, o);
-    Metrics mt = summarize(r, o, c.num_gpus());
-    double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    ms.push_back(w);
-    std::printf("%-34s %10.1f %10ld %12ld %14.0f\n", text.c_str(), w, r.breakdown.steps, r.breakdown.executed_steps,
-                mt.output_tok_s);
-  }
-  std::sort(ms.begin(), ms.end());
+  std::vector<double> ms = score_plans(m, c, t, routing.get(), texts, false);
   double total = 0;
   for (double x : ms) total += x;
   if (!ms.empty())
-    std::printf("\nmedian %.1f ms per plan (target ≤ 20 ms), %.2f plans/s on one core\n", ms[ms.size() / 2],
-                1000.0 * static_cast<double>(ms.size()) / total);
+    std::printf("\nmedian %.1f ms, max %.1f ms per plan (targets ≤ 20 ms, ≤ 100 ms), %.2f plans/s on one core; peak memory %.0f MB\n",
+                ms[ms.size() / 2], ms.back(), 1000.0 * static_cast<double>(ms.size()) / total, peak_rss_mb());
+  if (argc > 2 && std::string(argv[2]) == "analytic") return 0;
+  bench_large();
   bench_simgrid(one, two, m, c, t, routing.get());
   std::printf("\nfull fidelity: one decode step of moe-1.6t on dgx-h100:128 (target ≤ 10 s, ≤ 2 GB)\n");
   bench_full_step("tp=8,ep=8,pp=4,dp=32", 256);

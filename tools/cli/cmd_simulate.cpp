@@ -116,6 +116,7 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
 
   const ServingBreakdown& b = r.breakdown;
   const Degrees& d = plan.deg;
+  o << "scoring        " << describe_scoring(b, L.serving) << "\n";
   o << "\nwhere the time goes — " << b.steps << " steps of " << d.dp << (d.dp > 1 ? " replicas" : " replica") << " ("
     << b.prefill_tokens << " prefill + " << b.decode_tokens << " decode tokens)\n";
   print_critical_path(o, b, d.dp);

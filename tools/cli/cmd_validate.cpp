@@ -23,6 +23,7 @@ struct Options {
   std::string fidelity = "analytic";
   std::string markdown, json_out;
   double scale = 1.0;
+  bool exact = false;
   bool strict = false;
 };
 
@@ -81,6 +82,7 @@ void run(const Options& opt) {
   if (opt.fidelity != "analytic") tiers.push_back("simgrid");
   ValidationOptions vo;
   vo.request_scale = opt.scale;
+  vo.exact = opt.exact;
   std::vector<std::vector<ValidationRow>> cols;
   for (const auto& tier : tiers) {
     if (tier == "analytic")
@@ -134,6 +136,8 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--json", opt->json_out, "also write the rows (schema shardsim.validation/1) to this file");
   cmd->add_option("--requests-scale", opt->scale, "fraction of each end-to-end row's published request count")
       ->capture_default_str();
+  cmd->add_flag("--exact", opt->exact,
+                "run the end-to-end rows on the exact scoring path (every step whole; slow; docs/performance.md)");
   cmd->add_flag("--strict", opt->strict, "exit 1 when a calibration row, or a check row without a known cause, misses");
   cmd->callback([opt] { run(*opt); });
 }

@@ -20,6 +20,9 @@ void add_sim_options(CLI::App* cmd, SimInputs& in) {
       ->capture_default_str();
   cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
   cmd->add_option("--seed", in.seed, "seed of every random choice (synthetic traces and routing)")->capture_default_str();
+  cmd->add_flag("--exact", in.exact,
+                "score on the exact path: every step lowered with every layer and its own routing, nothing memoised, "
+                "folded or fast-forwarded (slow; the reference the fast path is checked against, docs/performance.md)");
 }
 
 std::string with_seed(const std::string& spec, unsigned long long seed) {
@@ -60,6 +63,7 @@ LoadedInputs load_inputs(const SimInputs& in) {
   out.trace = head(load_request_trace(out.trace_spec), static_cast<std::size_t>(in.requests));
   parse_slo(in.slo, out.serving);
   out.serving.offline = in.offline;
+  if (in.exact) out.serving.set_exact();
   out.routing_spec = with_seed(in.routing, in.seed);
   if (out.model.is_moe()) {
     out.routing = make_routing(out.routing_spec, out.model.routing_shape());

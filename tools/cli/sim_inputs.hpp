@@ -27,9 +27,10 @@ struct SimInputs {
   std::string routing = "synthetic:";
   std::string slo = "ttft=2000,tpot=200";
   unsigned long long seed = 1;
+  bool exact = false;  // the exact scoring path (ServingOptions::set_exact)
 };
 
-// Registers --model --cluster --trace --requests --offline --routing --slo --seed on `cmd`.
+// Registers --model --cluster --trace --requests --offline --routing --slo --seed --exact on `cmd`.
 void add_sim_options(CLI::App* cmd, SimInputs& in);
 
 struct LoadedInputs {

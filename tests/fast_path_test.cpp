@@ -1,0 +1,216 @@
+// tests/fast_path_test.cpp — the fast scoring path against the exact one (issue 11's accuracy
+// guard), and the mechanisms it is made of: fast-forward (exact given memoisation), folded
+// layers, routing of listed layers, cost classes of replicas.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "sim/plan/plan.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/serving/serving.hpp"
+#include "sim/simgrid/wire.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/lowering.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+#include "workloads/routing_trace.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+struct Case {
+  std::string model, cluster, plan, trace, routing;
+  bool offline = false;
+};
+
+struct Outcome {
+  ServingResult result;
+  Metrics metrics;
+};
+
+Outcome score(const Case& k, const ServingOptions& base) {
+  ModelSpec m = load_model(k.model);
+  Cluster c = load_cluster(k.cluster);
+  Plan p = plan_from_string(k.plan, c.num_gpus(), plan_defaults(m));
+  RequestTrace t = load_request_trace(k.trace);
+  std::unique_ptr<RoutingSource> routing;
+  if (m.is_moe()) routing = make_routing(k.routing, m.routing_shape());
+  AnalyticExecutor ex(c);
+  ServingOptions o = base;
+  o.offline = k.offline;
+  Outcome out{serve(p, m, c, t, routing.get(), ex, o), {}};
+  out.metrics = summarize(out.result, o, c.num_gpus());
+  return out;
+}
+
+ServingOptions exact_options() {
+  ServingOptions o;
+  o.set_exact();
+  return o;
+}
+
+double rel(double a, double b) { return std::abs(a / b - 1); }
+
+
+}  // namespace
+
+TEST_CASE("fast path: fast-forward replays exactly what the memoised loop computes") {
+  // Arrival-paced and offline, pipeline engines, on-demand KV with preemptions, reserve policy.
+  const std::vector<Case> cases = {
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=200,seed=4", "synthetic:seed=2", false},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,pp=2,dp=2", "synthetic:n=200,seed=4", "synthetic:seed=2", true},
+      {"llama3-70b", "dgx-h100:1", "tp=4,pp=2,mem_util=0.3", "synthetic:n=150,prompt=fixed:900,output=fixed:700,seed=1", "", true},
+      {"llama3-70b", "dgx-h100:1", "tp=8,policy=reserve,max_seqs=64", "synthetic:n=150,seed=5", "", false},
+  };
+  for (const auto& k : cases) {
+    CAPTURE(k.plan);
+    ServingOptions on, off;
+    off.fast_forward = false;
+    Outcome a = score(k, on), b = score(k, off);
+    CHECK(a.result.breakdown.forwarded_steps > 0);
+    CHECK(b.result.breakdown.forwarded_steps == 0);
+    CHECK(a.result.breakdown.steps == b.result.breakdown.steps);
+    CHECK(a.result.breakdown.executed_steps == b.result.breakdown.executed_steps);
+    CHECK(a.result.breakdown.preemptions == b.result.breakdown.preemptions);
+    REQUIRE(a.result.requests.size() == b.result.requests.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < a.result.requests.size(); ++i) {
+      const auto& x = a.result.requests[i];
+      const auto& y = b.result.requests[i];
+      CHECK(x.completed == y.completed);
+      worst = std::max({worst, std::abs(x.first_token - y.first_token), std::abs(x.finish - y.finish)});
+    }
+    CHECK(worst < 1e-9);  // seconds: only the order of floating-point sums differs
+  }
+  // The preemption case really preempts (so the pre-allocated KV blocks were exercised).
+  Outcome p = score(cases[2], ServingOptions{});
+  CHECK(p.result.breakdown.preemptions > 0);
+}
+
+TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and close on TTFT") {
+  // The reference set: dense and MoE; TP, PP, EP, attention-DP; uniform, skewed and default
+  // synthetic routing, a routing-trace file; offline and arrival-paced.
+  // A routing-trace file: 40 requests × 64 tokens of skewed routing (positions beyond wrap around).
+  ModelSpec mixtral = load_model("mixtral-8x7b");
+  auto skewed = make_routing("synthetic:zipf=1.2,seed=11", mixtral.routing_shape());
+  std::vector<std::uint32_t> counts(40, 64);
+  std::string ssrt = (std::filesystem::temp_directory_path() / ("shardsim-fast-path-" + std::to_string(::getpid()) + ".ssrt")).string();
+  {
+    std::ofstream f(ssrt, std::ios::binary);
+    f << encode_routing_trace(*skewed, counts);
+  }
+  const std::vector<Case> cases = {
+      {"llama3-70b", "dgx-h100:1", "tp=4,dp=2", "synthetic:n=150,seed=7", "", false},
+      {"llama3-70b", "dgx-h100:1", "tp=2,pp=2,dp=2", "synthetic:n=150,seed=7", "", true},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=150,seed=8", "uniform", false},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=150,seed=8", "synthetic:zipf=1.4,seed=3", true},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=4,pp=2", "synthetic:n=150,seed=8", "synthetic:seed=5", false},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", "synthetic:n=150,seed=8", ssrt, true},
+  };
+  for (const auto& k : cases) {
+    CAPTURE(k.plan);
+    CAPTURE(k.routing);
+    Outcome fast = score(k, ServingOptions{}), exact = score(k, exact_options());
+    const Metrics &f = fast.metrics, &e = exact.metrics;
+    CHECK(f.completed == e.completed);
+    CHECK(fast.result.breakdown.executed_steps < exact.result.breakdown.executed_steps);
+    // Over the makespan only offline: an arrival-paced run's makespan is its last request's fate.
+    if (k.offline) CHECK(rel(f.output_tok_s, e.output_tok_s) < 0.01);
+    CHECK(rel(f.steady_output_tok_s, e.steady_output_tok_s) < 0.01);
+    CHECK(rel(f.tpot_ms.p50, e.tpot_ms.p50) < 0.01);
+    CHECK(rel(f.tpot_ms.p99, e.tpot_ms.p99) < 0.03);
+    // TTFT depends on which step a request arrives in: a step time off by a fraction of a percent
+    // moves some requests by a whole step either way. Offline (queueing) TTFT is smooth.
+    CHECK(rel(f.ttft_ms.p50, e.ttft_ms.p50) < (k.offline ? 0.01 : 0.05));
+    CHECK(rel(f.ttft_ms.p99, e.ttft_ms.p99) < (k.offline ? 0.01 : 0.05));
+  }
+  std::filesystem::remove(ssrt);
+}
+
+TEST_CASE("fast path: folded lowering stands for every layer; SimGrid programs are never folded") {
+  ModelSpec m = load_model("deepseek-v3");
+  Cluster c = load_cluster("dgx-h100:2");
+  Plan p = plan_from_string("tp=8,ep=8,pp=2", 16, plan_defaults(m));
+  auto routing = make_routing("synthetic:seed=1", m.routing_shape());
+  LoweringOptions lo;
+  lo.fold_moe_layers = 8;
+  Lowering folded(p, m, c, routing.get(), 0, lo), full(p, m, c, routing.get());
+  const auto& stages = folded.lowered_layers();
+  REQUIRE(stages.size() == 2);
+  double weight = 0;
+  int moe_reps = 0;
+  for (const auto& stage : stages)
+    for (const auto& x : stage) {
+      weight += x.weight;
+      moe_reps += m.is_moe_layer(x.layer) ? 1 : 0;
+    }
+  CHECK(weight == doctest::Approx(m.layers));
+  CHECK(moe_reps == 8);
+  ReplicaBatch b;
+  b.groups.resize(1);
+  for (int q = 0; q < 64; ++q) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(q), 700, 1, 700, true});
+  StepProgram fp = folded.lower(b), xp = full.lower(b);
+  CHECK(fp.ops.size() * 4 < xp.ops.size());
+  AnalyticExecutor ex(c);
+  StepTiming ft = ex.run(fp), xt = ex.run(xp);
+  // Dense layers fold exactly; the MoE representatives sample the routing of the others.
+  CHECK(rel(ft.makespan, xt.makespan) < 0.05);
+  CHECK_THROWS_AS(encode(fp), std::logic_error);
+  CHECK_NOTHROW(encode(xp));
+}
+
+TEST_CASE("routing: route_layers gives the listed layers of route_tokens where the chain allows it") {
+  RoutingShape shape{6, 16, 2, 1, 1};
+  auto uniform = make_routing("uniform", shape);
+  auto nochain = make_routing("synthetic:affinity=0,seed=9", shape);
+  auto chained = make_routing("synthetic:seed=9", shape);
+  const std::vector<int> layers = {1, 4, 5};
+  for (const RoutingSource* src : {uniform.get(), nochain.get()}) {
+    std::vector<ExpertId> all(7 * shape.ids_per_token()), some(7 * layers.size() * 2);
+    src->route_tokens(3, 100, 7, all);
+    src->route_layers(3, 100, 7, layers, some);
+    for (int i = 0; i < 7; ++i)
+      for (std::size_t j = 0; j < layers.size(); ++j)
+        for (int q = 0; q < 2; ++q)
+          CHECK(some[(i * layers.size() + j) * 2 + q] == all[(static_cast<std::size_t>(i) * 6 + layers[j]) * 2 + q]);
+  }
+  // With affinity the answer is still a pure function of its arguments, in range and distinct per token.
+  std::vector<ExpertId> a(7 * layers.size() * 2), b(a.size());
+  chained->route_layers(3, 100, 7, layers, a);
+  chained->route_layers(3, 100, 7, layers, b);
+  CHECK(a == b);
+  for (std::size_t i = 0; i < a.size(); i += 2) {
+    CHECK(a[i] < 16);
+    CHECK(a[i] != a[i + 1]);
+  }
+  std::vector<ExpertId> wrong(5);
+  CHECK_THROWS_AS(chained->route_layers(3, 100, 7, layers, wrong), std::invalid_argument);
+  std::vector<ExpertId> one(2);
+  const std::vector<int> descending = {4, 1};
+  std::vector<ExpertId> two(4);
+  CHECK_THROWS_AS(chained->route_layers(3, 100, 1, descending, two), std::out_of_range);
+  const std::vector<int> beyond = {6};
+  CHECK_THROWS_AS(chained->route_layers(3, 100, 1, beyond, one), std::out_of_range);
+}
+
+TEST_CASE("fast path: replicas with the same costs share step timings, results unchanged") {
+  // dp = 4 on four nodes: every replica is one node, so all four share one cost class. With
+  // memoisation by shape the shared cache executes fewer steps than four private ones would.
+  Case k{"mixtral-8x7b", "dgx-h100:4", "tp=8,dp=4", "synthetic:n=200,seed=4", "synthetic:seed=2", false};
+  Outcome shared = score(k, ServingOptions{});
+  ServingOptions no_memo;
+  no_memo.shape_buckets_per_octave = 0;
+  Outcome every = score(k, no_memo);
+  CHECK(shared.result.breakdown.executed_steps * 4 < every.result.breakdown.executed_steps);
+  CHECK(rel(shared.metrics.output_tok_s, every.metrics.output_tok_s) < 0.01);
+  CHECK(rel(shared.metrics.tpot_ms.p50, every.metrics.tpot_ms.p50) < 0.01);
+}
