@@ -6,6 +6,7 @@
 // Thread-safety: read-only after static initialisation; safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,11 @@ std::optional<std::string_view> embedded_file(std::string_view name);
 // Embedded files whose name starts with `prefix`, sorted by name.
 std::vector<EmbeddedFile> embedded_files_under(std::string_view prefix);
 
-// Reads a file from disk; throws InputError(path, "", reason) when it cannot be read.
-std::string read_text_file(const std::string& path);
+// Reads a whole input file of at most `max_bytes` (else InputError naming the cap). Regular
+// files and pipes the user named (`<(…)`, a FIFO) are read; devices and sockets are refused
+// (`/dev/zero` was read until 4 GB), and a pipe that sends nothing for 30 s is an error, not
+// a hang.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{256} << 20;  // JSON inputs
+std::string read_text_file(const std::string& path, std::size_t max_bytes = kMaxInputFileBytes);
 
 }  // namespace shardsim

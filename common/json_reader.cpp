@@ -1,8 +1,12 @@
 // common/json_reader.cpp — strict JSON reading with file + pointer in every error.
 #include "common/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "common/input_error.hpp"
 
@@ -14,9 +18,80 @@ std::string format_number(double v) {
   return ss.str();
 }
 
+namespace {
+
+// Where the parser is, as a JSON pointer, and the keys seen in each open object (so that a
+// duplicate key is refused instead of the last one silently winning).
+class ParseTrail {
+ public:
+  explicit ParseTrail(const std::string& source) : source_(source) {}
+
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        enter_value();
+        frames_.push_back({true, -1, "", {}});
+        break;
+      case json::parse_event_t::array_start:
+        enter_value();
+        frames_.push_back({false, -1, "", {}});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) throw InputError(source_, pointer(), "duplicate key");
+        break;
+      }
+      case json::parse_event_t::value:
+        enter_value();
+        break;
+    }
+    return true;
+  }
+
+  // The pointer of the value last read ("/degrees/tp", "/layers/3"), or with `pending` of the one
+  // the parser is reading now (the next element when inside an array).
+  std::string pointer(bool pending = false) const {
+    std::string p;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      int index = f.index + (pending && i + 1 == frames_.size() ? 1 : 0);
+      p += "/" + (f.object ? f.key : std::to_string(std::max(0, index)));
+    }
+    return p.empty() ? "/" : p;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    int index;  // arrays: the element being read
+    std::string key;
+    std::set<std::string> keys;
+  };
+  void enter_value() {
+    if (!frames_.empty() && !frames_.back().object) frames_.back().index++;
+  }
+  const std::string& source_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
 json parse_json(std::string_view text, const std::string& source) {
+  ParseTrail trail(source);
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), std::ref(trail));
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double (nlohmann's 406: "number overflow parsing '1e400'").
+    std::string what = e.what();
+    auto q = what.find("parsing '");
+    std::string number = q == std::string::npos ? std::string() : what.substr(q + 9, what.find('\'', q + 9) - q - 9);
+    if (number.size() > 40) number = number.substr(0, 40) + "…";
+    throw InputError(source, trail.pointer(true), "number " + number + " is out of the range of a double");
   } catch (const json::parse_error& e) {
     // Locate the byte offset as line/column.
     std::size_t byte = e.byte > 0 ? e.byte - 1 : 0;

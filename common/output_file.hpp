@@ -1,8 +1,10 @@
 // common/output_file.hpp — writing result files all-or-nothing.
 //
-// Owns: write_file_atomically — writes to "<path>.tmp.<pid>" and renames over <path>, so a
-// failed or interrupted run never leaves a half-written result. Throws InputError(path, "", …)
-// when the directory is missing or not writable.
+// Owns: write_file_atomically — writes to "<file>.tmp.<pid>", fsyncs it and renames it over
+// <file>, so a failed or interrupted run never leaves a half-written result. <file> is what
+// <path> names after following symlinks (the link itself is kept); an existing file keeps its
+// mode; a path naming a device, pipe or socket is refused rather than replaced. Throws
+// InputError(path, "", …) when the directory is missing or not writable.
 #pragma once
 
 #include <string>
@@ -12,7 +14,7 @@ namespace shardsim {
 
 void write_file_atomically(const std::string& path, std::string_view content);
 // Refuses, before any work is done, a path that write_file_atomically could not write: a
-// directory, or a file in a missing or unwritable directory. Throws InputError(path, "", reason).
+// directory, a device/pipe/socket, or a file in a missing or unwritable directory. Throws InputError(path, "", reason).
 void check_output_path(const std::string& path);
 
 }  // namespace shardsim

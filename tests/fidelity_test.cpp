@@ -77,6 +77,28 @@ TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a
   for (const auto& q : s.requests) CHECK(q.completed);
 }
 
+TEST_CASE("fidelity: workers dying on every sample are counted and backed off; the run still completes") {
+  WorkerPool pool(2, [](std::string_view) -> std::string {
+    ::raise(SIGKILL);
+    return "";
+  });
+  ModelSpec m = load_model("llama3-70b");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan p = plan_from_string("tp=8", 8, plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=12,rate=4,prompt=fixed:256,output=fixed:16,seed=1");
+  auto runner = make_pool_runner(pool);
+  FidelityReport r;
+  ServingOptions o;
+  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
+  CHECK(r.sampled_steps > 0);
+  CHECK(r.failed == r.sampled_steps);     // every sample failed, and the report says so
+  CHECK(r.worker_restarts > 0);
+  CHECK(r.worker_restarts < r.sampled_steps + 2);
+  CHECK(!r.errors.empty());
+  CHECK(r.ratio_median == 1.0);           // no sample: the analytic timing stands
+  for (const auto& q : s.requests) CHECK(q.completed);
+}
+
 TEST_CASE("fidelity: simgrid-tier JSON is byte-identical at 1 and 2 workers") {
   std::string a = "/tmp/shardsim_w1_" + std::to_string(::getpid()) + ".json";
   std::string b = "/tmp/shardsim_w2_" + std::to_string(::getpid()) + ".json";

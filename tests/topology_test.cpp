@@ -259,6 +259,8 @@ TEST_CASE("topo: bisection bandwidth of fat-trees, with and without oversubscrip
   // dgx-h100:64 (2-level): halves = SU 0 and SU 1; 256 GPUs × 50e9 = 12.8e12 when non-blocking;
   // 2:1 gives SU 0's 8 leaves 16 uplinks each: 8 × 16 × 50e9 = 6.4e12.
   CHECK(load_cluster("dgx-h100:64").bisection_bw() == doctest::Approx(12.8e12));
+  // 8,192 GPUs: the max-flow's integer capacities used to overflow int64 here (UB, right by luck).
+  CHECK(load_cluster("dgx-h100:1024").bisection_bw() == doctest::Approx(4096 * 50e9));
   Cluster os = load_cluster("dgx-h100:64,oversub=2");
   CHECK(os.fabric().oversubscription == 2.0);
   CHECK(os.bisection_bw() == doctest::Approx(6.4e12));

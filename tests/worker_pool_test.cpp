@@ -269,6 +269,32 @@ TEST_CASE("pool: a worker that exits fails its call with its exit status and is 
   for (pid_t pid : pool.worker_pids()) CHECK(pid > 0);
 }
 
+TEST_CASE("pool: a handler that crashes on every request is backed off, not re-forked forever") {
+  WorkerPool pool(2, test_handler());
+  int died = 0, refused = 0;
+  for (int i = 0; i < 40; ++i) {
+    CallResult r = pool.call("die:exit");
+    died += r.status == CallStatus::WorkerDied ? 1 : 0;
+    refused += r.status == CallStatus::Refused ? 1 : 0;
+  }
+  // After 16 deaths in a row no worker is started; the workers still alive die on their next call.
+  CHECK(died >= 16);
+  CHECK(died <= 16 + 2);
+  CHECK(refused == 40 - died);
+  CHECK(pool.restarts() < 16);
+  CallResult r = pool.call("echo:x");  // … and says why
+  CHECK(r.status == CallStatus::Refused);
+  CHECK(r.error.find("in a row") != std::string::npos);
+}
+
+TEST_CASE("pool: a success between deaths resets the back-off") {
+  WorkerPool pool(1, test_handler());
+  for (int i = 0; i < 40; ++i) {
+    CHECK(pool.call("die:exit").status == CallStatus::WorkerDied);
+    CHECK(pool.call("echo:ok").reply == "ok");
+  }
+}
+
 TEST_CASE("pool: a parent that ignores SIGCHLD still learns how its workers died") {
   const auto previous = ::signal(SIGCHLD, SIG_IGN);
   {

@@ -455,11 +455,13 @@ double Cluster::bisection_bw() const {
       rc.bisection = 0;
       return;
     }
-    // Integer capacities keep push-relabel exact; scale down only if sums could overflow.
+    // Integer capacities keep push-relabel exact. A GPU's source/sink arc only has to exceed
+    // every link together (inf); the preflow puts inf on each of n/2 GPUs at once, so scale until
+    // (n + 2) · inf stays far inside int64 (it overflowed from ~8k GPUs when only `total` was bounded).
     double total = 0;
     for (double bw : rc.bandwidth) total += bw;
-    const double scale = std::max(1.0, total / 1e17);
-    const std::int64_t inf = static_cast<std::int64_t>(std::ceil(total / scale)) * 2 + 1;
+    const double scale = std::max(1.0, total * (n + 2.0) / 1e18);
+    const std::int64_t inf = static_cast<std::int64_t>(std::ceil(total / scale)) + 1;
     const int nv = static_cast<int>(rc.is_gpu.size());
     const int s = nv, t = nv + 1;
     FlowGraph g(static_cast<std::size_t>(nv) + 2);

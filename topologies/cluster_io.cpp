@@ -266,6 +266,7 @@ GeneratedFabric read_link_list(JsonObject& fab, int nodes, int gpn, const Latenc
     l.bandwidth = o.number("bandwidth", -big, big);
     if (!(l.bandwidth > 0)) o.fail("bandwidth", "must be > 0 bytes/s, got " + format_number(l.bandwidth));
     if (l.bandwidth > 1e15) o.fail("bandwidth", "value " + format_number(l.bandwidth) + " is implausibly large (limit 1e15)");
+    if (l.bandwidth < 1e6) o.fail("bandwidth", "value " + format_number(l.bandwidth) + " bytes/s is implausibly small (at least 1e6)");
     if (o.has("class")) {
       const std::string cls = o.string("class");
       if (!link_class_from_string(cls, l.cls)) {

@@ -54,6 +54,8 @@ void check_int(const SpecContext& ctx, const std::string& param, std::int64_t v,
 void check_bw(const SpecContext& ctx, const std::string& param, double v) {
   if (!std::isfinite(v) || v <= 0) ctx.fail(param, "must be a finite number > 0, got " + format_number(v));
   if (v > 1e15) ctx.fail(param, "value " + format_number(v) + " bytes/s is implausibly large (limit 1e15)");
+  // Tiny figures made every time infinite (or NaN) downstream; no interconnect is slower than this.
+  if (v < 1e6) ctx.fail(param, "value " + format_number(v) + " bytes/s is implausibly small (at least 1e6)");
 }
 
 void check_gpu_total(const SpecContext& ctx, std::int64_t nodes, std::int64_t gpn) {

@@ -28,12 +28,14 @@ std::string lower(std::string s) {
   return s;
 }
 
-// A strictly positive, finite number no larger than `hi`.
-double positive(JsonObject& o, std::string_view key, double hi) {
+// A strictly positive, finite number in [lo, hi]: tiny figures made times infinite or NaN, or
+// every plan "infeasible: /memory" (the wrong cause), so they are refused here by name.
+double positive(JsonObject& o, std::string_view key, double lo, double hi) {
   const double big = std::numeric_limits<double>::max();
   double v = o.number(key, -big, big);
   if (!(v > 0)) o.fail(key, "must be > 0, got " + format_number(v));
   if (v > hi) o.fail(key, "value " + format_number(v) + " is implausibly large (limit " + format_number(hi) + ")");
+  if (v < lo) o.fail(key, "value " + format_number(v) + " is implausibly small (at least " + format_number(lo) + ")");
   return v;
 }
 
@@ -97,11 +99,11 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   GpuSpec g;
   g.name = obj.string("name");
   if (g.name.empty()) obj.fail("name", "must not be empty");
-  g.bf16_flops = positive(obj, "bf16_flops", 1e18);
-  g.fp8_flops = positive(obj, "fp8_flops", 1e18);
-  g.hbm_bytes = positive(obj, "hbm_bytes", 1e14);
-  g.hbm_bw = positive(obj, "hbm_bw", 1e15);
-  g.nvlink_bw = positive(obj, "nvlink_bw", 1e15);
+  g.bf16_flops = positive(obj, "bf16_flops", 1e9, 1e18);
+  g.fp8_flops = positive(obj, "fp8_flops", 1e9, 1e18);
+  g.hbm_bytes = positive(obj, "hbm_bytes", 1e8, 1e14);
+  g.hbm_bw = positive(obj, "hbm_bw", 1e8, 1e15);
+  g.nvlink_bw = positive(obj, "nvlink_bw", 1e6, 1e15);
   g.comment = obj.string_or("comment", "");
   obj.finish();
   return g;

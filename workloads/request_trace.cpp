@@ -292,7 +292,7 @@ RequestTrace load_request_trace(const std::string& spec) {
   }
   if (spec == "synthetic") return synthetic_request_trace("", spec);
   if (spec.rfind("synthetic:", 0) == 0) return synthetic_request_trace(std::string_view(spec).substr(10), spec);
-  std::string text = read_text_file(spec);
+  std::string text = read_text_file(spec, std::size_t{2} << 30);  // traces: up to 2 GiB
   auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   if (first != std::string::npos && text[first] == '{') return parse_mooncake_jsonl(text, spec);
   return parse_azure_csv(text, spec);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/embedded.hpp"
 #include "common/input_error.hpp"
 #include "workloads/request_trace.hpp"
 
@@ -182,15 +183,8 @@ std::unique_ptr<RoutingSource> make_routing(const std::string& spec, const Routi
 // ---- RoutingTraceFile ----
 
 RoutingTraceFile RoutingTraceFile::open(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected a routing trace file");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path, "", std::string("cannot open: ") + std::strerror(errno));
-  auto size = static_cast<std::size_t>(in.tellg());
-  std::string bytes(size, '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) throw InputError(path, "", "read failed");
-  return RoutingTraceFile(std::move(bytes), path);
+  // Up to 8 GiB, the size `trace generate` writes at most; devices are refused.
+  return RoutingTraceFile(read_text_file(path, std::size_t{8} << 30), path);
 }
 
 RoutingTraceFile::RoutingTraceFile(std::string bytes, std::string source)

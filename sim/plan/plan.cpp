@@ -40,6 +40,21 @@ std::optional<int>* degree_slot(PartialDegrees& d, std::string_view key) {
   return nullptr;
 }
 
+// Refuses degrees whose products no cluster can hold (and that would overflow int downstream):
+// GPUs per replica and in all, and the expert grid. Consistency with the cluster is check_plan's.
+void check_degree_products(const PartialDegrees& p, const std::string& source) {
+  auto v = [](const std::optional<int>& x) { return static_cast<long long>(x.value_or(1)); };
+  const long long replica = v(p.tp) * v(p.attn_dp) * v(p.pp);
+  const long long limit = kMaxClusterGpus;
+  auto refuse = [&](const char* field, const std::string& what, long long n) {
+    throw InputError(source, field,
+                     what + " = " + std::to_string(n) + " GPUs, more than the largest cluster (" + std::to_string(limit) + ")");
+  };
+  if (replica > limit) refuse("degrees", "tp × attn_dp × pp", replica);
+  if (replica * v(p.dp) > limit) refuse("degrees", "tp × attn_dp × pp × dp", replica * v(p.dp));
+  if (v(p.ep) * v(p.etp) > limit) refuse("degrees", "ep × etp", v(p.ep) * v(p.etp));
+}
+
 // Fills unset degrees (see plan.hpp). Never throws: inconsistent products are left for
 // check_plan to explain.
 Degrees resolve_degrees(const PartialDegrees& p, int gpus) {
@@ -227,6 +242,8 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
   PartialDegrees partial;
   const std::string& src = text;
   // The engine preset first, so that the overrides written anywhere in the string apply to it.
+  if (!text.empty() && (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos))
+    throw InputError(src, "", "an empty item (a stray comma)");
   std::vector<std::string> items;
   {
     std::stringstream ss(text);
@@ -274,6 +291,7 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
                              engine_key_list() + ")");
     }
   }
+  check_degree_products(partial, src);
   plan.deg = resolve_degrees(partial, gpus);
   return plan;
 }
@@ -319,6 +337,7 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
   }
   plan.allow_cross_node_tp = root.boolean_or("allow_cross_node_tp", false);
   root.finish();
+  check_degree_products(partial, source);
   plan.deg = resolve_degrees(partial, gpus);
   return plan;
 }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <thread>
@@ -88,6 +90,7 @@ class PoolRunner final : public SimgridRunner {
     for (auto& t : ts) t.join();
     return out;
   }
+  std::uint64_t restarts() const override { return pool_.restarts(); }
 
  private:
   WorkerPool& pool_;
@@ -131,6 +134,7 @@ class RemoteExecutor final : public StepExecutor {
   StepTiming run(const StepProgram& p, std::vector<TimelineEvent>* timeline) const override {
     auto res = runner_.run(spec_, {p});
     report_.sampled_steps++;
+    progress();
     if (!res[0].ok) {
       report_.failed++;
       if (report_.errors.size() < 5) report_.errors.push_back(res[0].error);
@@ -142,8 +146,19 @@ class RemoteExecutor final : public StepExecutor {
   }
 
  private:
+  // Every step runs in SimGrid here, which can take minutes: say how far it got every 10 s.
+  void progress() const {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(10)) return;
+    last_ = now;
+    std::fprintf(stderr, "full fidelity: %ld steps simulated in SimGrid so far (%.0f s)\n", report_.sampled_steps,
+                 std::chrono::duration<double>(now - start_).count());
+  }
+
   SimgridRunner& runner_;
   std::string spec_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  mutable std::chrono::steady_clock::time_point last_ = start_;
   const AnalyticExecutor& fallback_;
   FidelityReport& report_;
   std::vector<SimgridStepResult>& results_;
@@ -231,6 +246,16 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
   report.tier = tier;
   AnalyticExecutor analytic(cluster);
   if (tier == "analytic" || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
+  class CountRestarts {  // on every way out
+   public:
+    CountRestarts(SimgridRunner& runner, FidelityReport& report) : runner_(runner), report_(report), before_(runner.restarts()) {}
+    ~CountRestarts() { report_.worker_restarts = static_cast<long>(runner_.restarts() - before_); }
+
+   private:
+    SimgridRunner& runner_;
+    FidelityReport& report_;
+    std::uint64_t before_;
+  } count_restarts(*runner, report);
 
   if (tier == "full") {
     std::vector<SimgridStepResult> results;

@@ -8,12 +8,14 @@
 //             one dense and two MoE layers) and run under both executors; pass 2 re-runs the loop
 //             with each step's analytic timing scaled by the SimGrid/analytic ratio of the nearest
 //             sampled step (by analytic step time). Failed SimGrid evaluations are counted and
-//             their strata fall back to the nearest successful sample (or ratio 1).
+//             their strata fall back to the nearest successful sample (or ratio 1); the report
+//             counts them and the worker restarts they caused.
 //   full      every step (no memoisation) runs whole in SimGrid.
 // Thread-safety: serve_at_fidelity is single-threaded; SimgridRunner implementations say theirs.
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +44,8 @@ class SimgridRunner {
   virtual ~SimgridRunner() = default;
   // Runs each program on the cluster named by `cluster_spec` (a load_cluster spec).
   virtual std::vector<SimgridStepResult> run(const std::string& cluster_spec, const std::vector<StepProgram>& programs) = 0;
+  // Worker processes restarted so far (after crashes or timeouts); 0 in process.
+  virtual std::uint64_t restarts() const { return 0; }
 };
 
 // Runs in this process (one SimGrid Engine for the whole process). Not thread-safe.
@@ -56,6 +60,7 @@ struct FidelityReport {
   std::string tier = "analytic";
   long sampled_steps = 0;          // steps executed in SimGrid
   long failed = 0;                 // SimGrid evaluations that failed (worker died, error)
+  long worker_restarts = 0;        // worker processes restarted during this run
   double ratio_min = 1, ratio_median = 1, ratio_max = 1;  // SimGrid / analytic step time
   std::array<double, 5> slowdown{1, 1, 1, 1, 1};         // per CollKind + sends, Σ SimGrid / Σ analytic
   std::array<int, 5> ops{};        // operations of each kind in the sampled programs

@@ -490,6 +490,15 @@ std::string WorkerPool::retire(Slot& slot, bool kill_first) {
 }
 
 bool WorkerPool::replace(Slot& slot, std::string* error) {
+  {
+    std::lock_guard lock(mu_);
+    if (consecutive_deaths_ >= kMaxConsecutiveDeaths) {  // backed off: a handler that always crashes
+      if (error)
+        *error = "workers died on " + std::to_string(consecutive_deaths_) +
+                 " calls in a row without one success; not starting more";
+      return false;
+    }
+  }
   Spawned w = spawn();
   if (w.fd < 0) {
     if (error) *error = w.error;
@@ -606,6 +615,10 @@ CallResult WorkerPool::call(std::string_view request) {
   const int err = errno;
 
   if (io == Io::Ok) {
+    {
+      std::lock_guard lock(mu_);
+      consecutive_deaths_ = 0;
+    }
     if (status == kReplyOk) {
       r.status = CallStatus::Ok;
     } else {
@@ -617,6 +630,10 @@ CallResult WorkerPool::call(std::string_view request) {
   }
 
   // The worker is lost: learn its fate, then replace it so the next call finds a live one.
+  {
+    std::lock_guard lock(mu_);
+    ++consecutive_deaths_;
+  }
   const pid_t pid = slot.pid;
   if (io == Io::Timeout) {
     retire(slot, true);

@@ -24,6 +24,9 @@
 // gone, fork fails), its slot stays vacant; calls prefer live workers, and a call that must take a
 // vacant slot retries the spawn and fails with status Refused if that fails too — calls never
 // block forever on a dead pool.
+// Back-off: after kMaxConsecutiveDeaths calls in a row have lost their worker (crash or timeout)
+// without one reply in between, the pool stops starting workers — a handler that crashes on every
+// request is not re-forked forever — and later calls fail at once with status Refused.
 // If the zygote itself dies, its workers are orphaned: live ones keep serving, vacant slots stay
 // vacant, and the orphans are reaped by init — or by this process, which then learns their fate,
 // if the application has made itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER; the pool
@@ -150,6 +153,8 @@ class WorkerPool {
   std::vector<Slot> slots_;
   std::vector<std::size_t> idle_;  // slots not held by a call: live ones LIFO on top, vacant at the bottom
   std::uint64_t restarts_ = 0;
+  int consecutive_deaths_ = 0;  // calls that lost their worker since the last reply (guarded by mu_)
+  static constexpr int kMaxConsecutiveDeaths = 16;
 
   std::mutex in_process_mu_;  // in-process mode: one handler call at a time
 };

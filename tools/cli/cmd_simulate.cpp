@@ -126,7 +126,8 @@ void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& 
       << over_replicas(d.dp) << f(" (%.1f%% of its expert time)\n", 100 * b.expert_imbalance / b.expert_time);
   if (fr.tier != "analytic") {
     o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == "simgrid" ? " (stratified sample, representative layers)" : "")
-      << ", " << fr.failed << " failed; step time SimGrid/analytic median " << f("%.3f", fr.ratio_median) << " ("
+      << ", " << fr.failed << " failed" << (fr.failed > 0 ? " (their strata use the nearest successful sample)" : "")
+      << ", " << fr.worker_restarts << " worker restarts; step time SimGrid/analytic median " << f("%.3f", fr.ratio_median) << " ("
       << f("%.3f", fr.ratio_min) << f("–%.3f)\n", fr.ratio_max);
     o << "  vs contention-free:";
     for (int k = 0; k < 5; ++k)
@@ -177,6 +178,7 @@ void run(const SimulateOptions& opt) {
     j["fidelity"] = {{"tier", fr.tier},
                      {"simgrid_steps", fr.sampled_steps},
                      {"failed_evaluations", fr.failed},
+                     {"worker_restarts", fr.worker_restarts},
                      {"step_ratio", {{"min", fr.ratio_min}, {"median", fr.ratio_median}, {"max", fr.ratio_max}}},
                      {"collective_slowdown", sl},
                      {"most_loaded_link_class",
@@ -215,11 +217,16 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--fidelity", opt->fidelity,
                   "analytic (formulas) | simgrid (a stratified sample of steps in SimGrid corrects the rest) | full (every step in SimGrid)")
       ->capture_default_str();
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)");
-  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid at simgrid fidelity")->capture_default_str();
+  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid at simgrid fidelity")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--json", opt->json_out, "write the result (schema shardsim.result/1) to this file");
   cmd->add_option("--timeline", opt->timeline_out, "write a Chrome trace of the first steps (open in Perfetto)");
-  cmd->add_option("--timeline-steps", opt->timeline_steps, "steps in the timeline")->capture_default_str();
+  cmd->add_option("--timeline-steps", opt->timeline_steps, "steps in the timeline")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--requests-csv", opt->csv_out, "write one row per request to this CSV file");
   cmd->callback([opt] { run(*opt); });
 }

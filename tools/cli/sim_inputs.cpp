@@ -34,6 +34,8 @@ std::string with_seed(const std::string& spec, unsigned long long seed) {
 }
 
 static void parse_slo(const std::string& text, ServingOptions& o) {
+  if (text.empty() || text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
+    throw InputError("--slo " + text, "", "expected ttft=MS,tpot=MS (an empty item)");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {

@@ -1,0 +1,65 @@
+// tests/output_file_test.cpp — result files: all-or-nothing, onto what a path really names.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/input_error.hpp"
+#include "common/output_file.hpp"
+
+using namespace shardsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("shardsim-out-" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("output files: a symlink stays a link, its target gets the content and keeps its mode") {
+  TempDir d;
+  fs::path real = d.path / "real.json", link = d.path / "link.json";
+  { std::ofstream(real) << "old"; }
+  ::chmod(real.c_str(), 0640);
+  fs::create_symlink("real.json", link);
+  write_file_atomically(link.string(), "new\n");
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(slurp(real) == "new\n");
+  struct stat st {};
+  REQUIRE(::stat(real.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+  // A dangling link: the file it names is created.
+  fs::create_symlink("later.json", d.path / "dangling.json");
+  write_file_atomically((d.path / "dangling.json").string(), "x");
+  CHECK(slurp(d.path / "later.json") == "x");
+  // Nothing left behind.
+  for (const auto& e : fs::directory_iterator(d.path)) CHECK(e.path().string().find(".tmp.") == std::string::npos);
+}
+
+TEST_CASE("output files: devices, pipes and directories are refused, never replaced") {
+  TempDir d;
+  CHECK_THROWS_AS(write_file_atomically("/dev/null", "x"), InputError);
+  CHECK_THROWS_AS(check_output_path("/dev/null"), InputError);
+  CHECK(fs::is_character_file("/dev/null"));
+  fs::path fifo = d.path / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(write_file_atomically(fifo.string(), "x"), InputError);
+  CHECK(fs::is_fifo(fifo));
+  CHECK_THROWS_AS(write_file_atomically(d.path.string(), "x"), InputError);
+  CHECK_THROWS_AS(check_output_path((d.path / "missing" / "x.json").string()), InputError);
+}
