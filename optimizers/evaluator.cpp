@@ -3,9 +3,9 @@
 
 namespace shardsim {
 
-Score EvalCache::get(const std::string& key, const std::function<Score()>& compute, bool& hit) {
-  std::promise<Score> promise;
-  std::shared_future<Score> future;
+Evaluation EvalCache::get(const std::string& key, const std::function<Evaluation()>& compute, bool& hit) {
+  std::promise<Evaluation> promise;
+  std::shared_future<Evaluation> future;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(key);
@@ -21,17 +21,17 @@ Score EvalCache::get(const std::string& key, const std::function<Score()>& compu
     }
   }
   if (hit) return future.get();
-  Score s;
+  Evaluation ev;
   try {
-    s = compute();
+    ev = compute();
   } catch (const std::exception& e) {
-    s = Score{};
-    s.failed = true;
-    s.violation = 1e9;
-    s.reason = std::string("evaluation failed: ") + e.what();
+    ev = Evaluation{};
+    ev.score.failed = true;
+    ev.score.violation = 1e9;
+    ev.score.reason = std::string("evaluation failed: ") + e.what();
   }
-  promise.set_value(s);
-  return s;
+  promise.set_value(ev);
+  return ev;
 }
 
 long EvalCache::hits() const {

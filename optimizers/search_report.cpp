@@ -59,6 +59,41 @@ const std::vector<std::string> kColours = {"#0072b2", "#e69f00", "#009e73", "#cc
 
 json opt_number(double x) { return x < 0 ? json(nullptr) : json(x); }
 
+// `total`: the search's tally, with the session's worker restarts (runs have none of their own).
+json faults_json(const FaultTally& f, bool total) {
+  json j = {{"failed_evaluations", f.failed_evaluations},
+            {"degraded_evaluations", f.degraded_evaluations},
+            {"simgrid_sampled_steps", f.sampled_steps},
+            {"simgrid_failed_samples", f.failed_samples},
+            {"errors", f.errors}};
+  if (total) j["worker_restarts"] = f.worker_restarts;
+  return j;
+}
+
+bool has_faults(const FaultTally& f) {
+  return f.failed_evaluations > 0 || f.failed_samples > 0 || f.worker_restarts > 0;
+}
+
+// The faults paragraph of summary.md: totals, then the runs that met any.
+std::string faults_markdown(const SearchOutcome& out) {
+  const FaultTally& f = out.faults;
+  std::ostringstream o;
+  if (f.sampled_steps == 0 && !has_faults(f)) return "";
+  o << "\nFaults (over distinct plans): " << f.failed_evaluations << " evaluations failed; " << f.failed_samples << " of "
+    << f.sampled_steps << " SimGrid samples failed, in " << f.degraded_evaluations
+    << " evaluations (their strata fell back to the nearest good sample); " << f.worker_restarts
+    << " SimGrid worker restarts in this session.\n";
+  if (!has_faults(f)) return o.str();
+  o << "\n| optimizer | seed | failed evaluations | evaluations with failed samples | failed samples |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& r : out.runs)
+    if (has_faults(r.tally))
+      o << "| " << r.optimizer << " | " << r.seed << " | " << r.tally.failed_evaluations << " | "
+        << r.tally.degraded_evaluations << " | " << r.tally.failed_samples << " |\n";
+  for (const auto& e : f.errors) o << "\n- " << e;
+  o << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 long evals_to_reach(const std::vector<double>& anytime, double target) {
@@ -114,6 +149,8 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
                              long budget) {
   std::ostringstream o;
   o << "# " << title << "\n\n";
+  if (!out.complete) o << "**Incomplete**: " << (out.note.empty() ? "the search was stopped early" : out.note) << "\n\n";
+  if (out.replayed > 0) o << "Resumed: " << out.replayed << " evaluations replayed from the journal.\n\n";
   o << "Objective: " << unit << " (larger is better). Budget " << budget
     << " evaluations per run (megatron: its rule plans; exhaustive: the whole space); " << out.evaluations << " evaluations in all, " << out.computed
     << " simulated, " << out.cache_hits << " from the shared cache ("
@@ -151,6 +188,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
         }
     }
   }
+  o << faults_markdown(out);
   // The rule plans one by one, from the megatron run's history.
   for (const auto& r : out.runs) {
     if (r.optimizer != "megatron") continue;
@@ -184,7 +222,9 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
               {"best_objective", r.has_best && r.best.score.feasible ? r.best.score.objective : 0.0},
               {"evals_to_95", opt_number(static_cast<double>(evals_to_reach(r.anytime, 0.95 * rep.best_known)))},
               {"evals_to_99", opt_number(static_cast<double>(evals_to_reach(r.anytime, 0.99 * rep.best_known)))},
-              {"wall_s", r.wall_s}};
+              {"wall_s", r.wall_s},
+              {"complete", r.complete},
+              {"faults", faults_json(r.tally, false)}};
     if (r.has_best) {
       Plan p = space.decode(r.best.genes);
       j["best_plan"] = plan_to_json(p);
@@ -214,6 +254,7 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
                           {"median_evals_to_99", opt_number(s.median_evals_to_99)},
                           {"median_wall_s", s.median_wall_s}});
   json results = {{"schema", "shardsim.search/1"},
+                  {"complete", out.complete},
                   {"inputs", inputs},
                   {"objective_unit", unit},
                   {"space", {{"blocks", to_string(space.options())},
@@ -229,8 +270,10 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
                   {"cache_hits", out.cache_hits},
                   {"cache_hit_rate", out.evaluations ? static_cast<double>(out.cache_hits) / static_cast<double>(out.evaluations) : 0.0},
                   {"wall_s", out.wall_s},
+                  {"faults", faults_json(out.faults, true)},
                   {"optimizers", optimizers},
                   {"runs", runs}};
+  if (!out.complete) results["note"] = out.note.empty() ? "the search was stopped early" : out.note;
   // gnuplot script: one line per run, coloured by optimizer.
   std::ostringstream gp;
   gp << "# anytime curves: best-so-far vs evaluations (gnuplot anytime.gp writes anytime.png)\n"

@@ -6,7 +6,11 @@
 // evaluation (1-based) at which a run's best-so-far reaches X% of the best known (null if never);
 // the Megatron baseline = the best objective among the megatron run's rule plans; the optimum =
 // the exhaustive run's best (only when exhaustive ran). Spread = min, quartiles and max over seeds.
-// All files are written only after the search succeeded, each through a temporary file + rename.
+// Completeness: a stopped search (SearchOutcome::complete false) is written too, marked
+// "complete": false with its note in results.json and a banner in summary.md. Faults: failed
+// evaluations and failed SimGrid samples, per run (over its evaluations) and in total (over
+// distinct plans). Each file goes through a temporary file + rename; the command writes the set
+// into a staging folder that replaces the study folder as a whole (optimizers/study_dir).
 // Thread-safety: pure functions apart from the file writes.
 #pragma once
 
@@ -47,8 +51,8 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
                              const std::vector<RuleGenes>& rules, const std::string& unit, const std::string& title,
                              long budget);
 
-// Writes DIR/{results.json, anytime.csv, summary.md, anytime.gp, best-plan.json}; `inputs` is
-// recorded in results.json as given. Creates DIR if needed.
+// Writes DIR/{results.json, anytime.csv, summary.md, anytime.gp, best-plan.json (only when a
+// feasible plan exists)}; `inputs` is recorded in results.json as given. Creates DIR if needed.
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
                           const SearchSpace& space, const std::string& unit, const std::string& summary_md,
                           long budget);

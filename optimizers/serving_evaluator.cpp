@@ -17,13 +17,17 @@ std::string ServingEvaluator::objective_unit() const {
   return in_.objective == Objective::Throughput ? "output tok/s" : "goodput req/s";
 }
 
-Score ServingEvaluator::evaluate(const Plan& plan) const {
-  FidelityReport report;
-  ServingOptions so = in_.serving;
-  so.timeline_steps = 0;
-  ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, *in_.trace,
-                                      in_.routing, so, in_.runner, report, in_.samples);
-  Metrics m = summarize(r, so, in_.cluster->num_gpus());
+namespace {
+
+EvalFaults faults_of(const FidelityReport& report) {
+  EvalFaults f;
+  f.sampled = report.sampled_steps;
+  f.failed = report.failed;
+  if (!report.errors.empty()) f.error = report.errors.front();
+  return f;
+}
+
+Score score_of(const ServingResult& r, const Metrics& m, Objective objective) {
   Score s;
   if (r.rejected_any || m.completed < m.requests) {
     s.feasible = false;
@@ -33,8 +37,20 @@ Score ServingEvaluator::evaluate(const Plan& plan) const {
     return s;
   }
   s.feasible = true;
-  s.objective = in_.objective == Objective::Throughput ? m.steady_output_tok_s : m.goodput_req_s;
+  s.objective = objective == Objective::Throughput ? m.steady_output_tok_s : m.goodput_req_s;
   return s;
+}
+
+}  // namespace
+
+Evaluation ServingEvaluator::evaluate_detailed(const Plan& plan) const {
+  FidelityReport report;
+  ServingOptions so = in_.serving;
+  so.timeline_steps = 0;
+  ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, *in_.trace,
+                                      in_.routing, so, in_.runner, report, in_.samples);
+  Metrics m = summarize(r, so, in_.cluster->num_gpus());
+  return Evaluation{score_of(r, m, in_.objective), faults_of(report)};
 }
 
 }  // namespace shardsim

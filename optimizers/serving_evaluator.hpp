@@ -6,7 +6,8 @@
 // saturated window; the search replays offline by default, so this is the plan's capacity); Goodput = requests per second meeting both SLOs. A plan that check_plan refuses
 // never reaches it (the driver scores it infeasible); a plan that must reject some requests
 // (prompt + output larger than its KV capacity) is infeasible with violation = the fraction of
-// requests rejected.
+// requests rejected. evaluate_detailed() also returns the FidelityReport's SimGrid sample counts
+// (sampled, failed, the first error), so the search can report evaluations that fell back.
 // Thread-safety: Constant — serve_at_fidelity with the analytic executor is pure, and the
 // SimGrid tiers run their steps through the worker pool (whose call() is thread-safe); the
 // runner passed in must be thread-safe (make_pool_runner's is). Inputs must outlive it.
@@ -42,7 +43,8 @@ struct EvaluatorInputs {
 class ServingEvaluator : public Evaluator {
  public:
   explicit ServingEvaluator(EvaluatorInputs in);
-  Score evaluate(const Plan& plan) const override;
+  Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
+  Evaluation evaluate_detailed(const Plan& plan) const override;
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
   std::string objective_unit() const override;
 

@@ -6,29 +6,45 @@
 // serving loop at --fidelity (SimGrid steps in the worker pool, forked before TBB starts). The
 // throughput objective replays the trace offline (all requests at t = 0) unless --online.
 // megatron and exhaustive are deterministic and run once; the other optimizers run --seeds times
-// with seeds 1..K. Everything is written only after the search finished.
+// with seeds 1..K.
+// Reliability (docs/optimizers.md, "Interrupting and resuming a study"): every scored batch is
+// journaled in <out>/journal.jsonl (optimizers/journal); --resume DIR rebuilds the command from
+// the journal's options (options given again must agree, or the resume is refused), replays the
+// journaled evaluations and goes on. SIGINT/SIGTERM: a flag polled at batch boundaries; the
+// outputs known so far are written, marked incomplete, and the command exits 130/143; a second
+// signal exits at once. The outputs are written as a set into a staging folder swapped in whole
+// (optimizers/study_dir).
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
+#include "optimizers/journal.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
 #include "optimizers/serving_evaluator.hpp"
+#include "optimizers/study_dir.hpp"
 #include "sim/simgrid/worker_pool.hpp"
+#include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
@@ -74,6 +90,7 @@ struct SearchOptions {
   bool online = false;
   bool quiet = false;
   std::string out;
+  std::string resume;
 };
 
 int cores() {
@@ -157,12 +174,298 @@ class Progress {
   double last_ = -1e9;
 };
 
-void run(const SearchOptions& opt) {
+// ---- stopping on SIGINT / SIGTERM --------------------------------------------------------
+
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+// Async-signal-safe: records the first signal; a second one exits at once (the journal holds
+// every finished batch, so the study can still be resumed).
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) ::_exit(128 + sig);
+}
+
+// Installs the handlers for SIGINT and SIGTERM while it lives (after the worker pool is forked:
+// the workers keep the default dispositions and their own process group).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  static int caught() { return g_stop_signal.load(); }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// ---- the journal's header and resuming ---------------------------------------------------
+
+// Options that do not change results: neither journaled nor compared on resume.
+const std::set<std::string> kSessionOptions = {"--threads", "--workers", "--quiet", "--out", "--resume", "--help"};
+// Journaled and restored on resume, but may be given anew (where an output goes).
+const std::set<std::string> kOutputOptions = {"--policy-out"};
+
+// The study options given on the command line, as CLI11 parsed them: {"--budget": ["20"], …}.
+json given_args(CLI::App* cmd) {
+  json args = json::object();
+  for (const CLI::Option* o : cmd->get_options()) {
+    const std::string name = o->get_name();
+    if (name.empty() || o->count() == 0 || kSessionOptions.count(name)) continue;
+    args[name] = o->results();
+  }
+  return args;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+// Options the study was started with and this command does not give are set from the journal;
+// ones given with another value are refused, naming the option.
+void adopt_journal_args(CLI::App* cmd, const json& args, const std::string& path) {
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    CLI::Option* o = cmd->get_option_no_throw(it.key());
+    if (!o || !it->is_array()) throw InputError(path, "line 1: /args/" + it.key(), "not an option of this shardsim search");
+    const auto values = it->get<std::vector<std::string>>();
+    if (o->count() == 0) {
+      o->add_result(values);
+      o->run_callback();
+    } else if (o->results() != values && !kOutputOptions.count(it.key())) {
+      throw InputError(path, it.key(),
+                       "the study was started with " + joined(values) + ", this command gives " + joined(o->results()) +
+                           " (a resumed study keeps its inputs)");
+    }
+  }
+}
+
+std::filesystem::path same_path(const std::string& p) {
+  auto q = std::filesystem::weakly_canonical(std::filesystem::absolute(p));
+  return q.filename().empty() ? q.parent_path() : q;
+}
+
+// --resume DIR: reads DIR's journal and completes the options from it.
+JournalContents open_resume(SearchOptions& opt, CLI::App* cmd) {
+  if (!std::filesystem::is_directory(opt.resume)) throw InputError(opt.resume, "--resume", "not a directory");
+  if (!opt.out.empty() && same_path(opt.out) != same_path(opt.resume))
+    throw InputError("--out", opt.out, "differs from --resume " + opt.resume + " (a study resumes in its own folder)");
+  opt.out = opt.resume;
+  const std::string path = (std::filesystem::path(opt.resume) / kJournalName).string();
+  JournalContents c = read_journal(path);
+  adopt_journal_args(cmd, c.header["args"], path);
+  return c;
+}
+
+std::string digest(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string trace_text(const RequestTrace& t) {
+  std::string s;
+  char buf[96];
+  for (const auto& r : t.requests) {
+    std::snprintf(buf, sizeof buf, "%a,%d,%d;", r.arrival_s, r.prompt_tokens, r.output_tokens);
+    s += buf;
+  }
+  return s;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The journal's line 1: options as given, inputs that determine results (threads excluded) with
+// digests of what files could change behind a name, and the runs.
+json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Plan& base, const SearchOptions& opt,
+                    const std::vector<SearchRun>& runs) {
+  inputs.erase("threads");
+  inputs["model_digest"] = digest(model_to_json(L.model).dump());
+  inputs["cluster_digest"] = digest(cluster_to_json(*L.cluster).dump());
+  inputs["trace_digest"] = digest(trace_text(L.trace));
+  inputs["base_plan"] = plan_to_string(base);
+  inputs["policy_in_digest"] = opt.policy_in.empty() ? "" : digest(file_text(opt.policy_in));
+  json r = json::array();
+  for (const auto& x : runs) r.push_back({{"optimizer", x.optimizer}, {"seed", x.seed}, {"budget", x.budget}});
+  return {{"schema", kJournalSchema}, {"args", given_args(cmd)}, {"inputs", inputs}, {"runs", r}};
+}
+
+// ---- the study ---------------------------------------------------------------------------
+
+void check_options(const SearchOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
   if (opt.objective != "throughput" && opt.objective != "goodput")
     throw InputError("--objective", opt.objective, "unknown objective (expected throughput or goodput)");
-  if (opt.out.empty()) throw InputError("--out", "", "an output directory is required");
+  if (opt.out.empty()) throw InputError("--out", "", "an output directory is required (or --resume DIR)");
+  std::error_code ec;
+  if (std::filesystem::exists(opt.out, ec) && !std::filesystem::is_directory(opt.out, ec))
+    throw InputError(opt.out, "--out", "exists and is not a directory");
+}
+
+std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,
+                                 const SearchSpace& space, int seeds) {
+  std::vector<SearchRun> runs;
+  for (const auto& n : names) {
+    if (n == "megatron") {
+      runs.push_back({n, 1, static_cast<long>(std::max<std::size_t>(1, rules.size()))});
+    } else if (n == "exhaustive") {
+      // Its budget is the whole space; it refuses a space beyond exhaustive.limit itself.
+      const double size = space.canonical_size();
+      runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15))});
+    } else {
+      for (int s = 1; s <= seeds; ++s) runs.push_back({n, static_cast<std::uint64_t>(s), 0});
+    }
+  }
+  return runs;
+}
+
+OptimizerParams make_params(const SearchOptions& opt, const std::vector<std::string>& names) {
+  OptimizerParams params = OptimizerParams::parse(opt.params, "--param");
+  auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  for (const char* rl : {"rl", "rl-noattn"})
+    if (!opt.policy_in.empty() && has(rl)) params.set(rl, "policy_in", opt.policy_in);
+  if (!opt.policy_out.empty() && !has("rl") && !has("rl-noattn"))
+    throw InputError("--policy-out", opt.policy_out, "no optimizer with a policy (rl, rl-noattn) is in --optimizers");
+  return params;
+}
+
+// What results.json records as the inputs (the journal adds digests and drops threads).
+json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so, int threads) {
+  return {{"model", opt.in.model},        {"cluster", opt.in.cluster},    {"trace", L.trace_spec},
+          {"requests", L.trace.requests.size()}, {"offline", so.offline}, {"routing", L.routing ? L.routing_spec : ""},
+          {"slo", opt.in.slo},            {"seed", opt.in.seed},          {"fidelity", opt.fidelity},
+          {"objective", opt.objective},   {"optimizers", opt.optimizers}, {"budget", opt.budget},
+          {"seeds", opt.seeds},           {"threads", threads},           {"space", opt.space},
+          {"params", opt.params},         {"base", opt.base},             {"samples", opt.samples},
+          {"exact", opt.in.exact},        {"policy_in", opt.policy_in}};
+}
+
+// The journal: a new one (removing the old study's files) or the resumed one, continued.
+std::unique_ptr<JournalWriter> start_journal(const SearchOptions& opt, const json& header,
+                                             const std::optional<JournalContents>& resumed) {
+  prepare_study_dir(opt.out, !resumed);
+  const std::string path = (std::filesystem::path(opt.out) / kJournalName).string();
+  if (resumed) return std::make_unique<JournalWriter>(path, resumed->valid_bytes);
+  return std::make_unique<JournalWriter>(path, header);
+}
+
+long total_budget(const std::vector<SearchRun>& runs, long budget) {
+  long t = 0;
+  for (const auto& r : runs) t += r.budget > 0 ? r.budget : budget;
+  return t;
+}
+
+std::string signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
+// The whole output set into a staging folder (plot included), then swapped in. True = plotted.
+bool write_outputs(const SearchOptions& opt, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
+                   const SearchSpace& space, const std::string& unit, const std::string& md) {
+  OutputStaging staging(opt.out);
+  write_search_outputs(staging.dir(), inputs, rep, out, space, unit, md, opt.budget);
+  // The anytime plot, when gnuplot is there (no shell: --out may hold any character).
+  bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "anytime.gp"});
+  staging.publish();
+  return plotted;
+}
+
+void write_policy(const SearchOptions& opt, const SearchOutcome& out) {
+  if (opt.policy_out.empty()) return;
+  // The learned policy of the best RL run (rl before rl-noattn on ties).
+  const RunRecord* best = nullptr;
+  for (const auto& r : out.runs)
+    if (!r.state.empty() && (!best || better(r.best.score, best->best.score))) best = &r;
+  if (!best && !out.complete) return;
+  if (!best) throw InputError("--policy-out", opt.policy_out, "no rl run produced a policy");
+  write_file_atomically(opt.policy_out, best->state);
+}
+
+void print_done(const SearchOptions& opt, const std::string& md, const SearchReport& rep, bool plotted) {
+  std::cout << md;
+  std::cout << "\nwrote " << opt.out << "/{results.json, anytime.csv, summary.md, anytime.gp"
+            << (plotted ? ", anytime.png" : "") << (rep.best_known > 0 ? ", best-plan.json" : "") << ", " << kJournalName
+            << "}\n";
+  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed; run 'gnuplot anytime.gp' in " << opt.out << ")\n";
+}
+
+EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
+                                 SimgridRunner* runner) {
+  EvaluatorInputs ei;
+  ei.model = &L.model;
+  ei.cluster = L.cluster.get();
+  ei.cluster_spec = opt.in.cluster;
+  ei.trace = &L.trace;
+  ei.routing = L.routing.get();
+  ei.serving = so;
+  ei.tier = opt.fidelity;
+  ei.runner = runner;
+  ei.samples = opt.samples;
+  ei.objective = opt.objective == "throughput" ? Objective::Throughput : Objective::Goodput;
+  return ei;
+}
+
+// Reports and writes what the search found; returns 0, or 128 + the signal that stopped it.
+int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<SearchRun>& runs,
+           const std::vector<RuleGenes>& rules, const SearchSpace& space, const LoadedInputs& L, const ServingOptions& so,
+           const std::string& unit, const json& inputs) {
+  const int sig = out.complete ? 0 : StopSignals::caught();
+  if (!out.complete)
+    out.note = "interrupted by " + signal_name(sig) + " after " + std::to_string(out.evaluations) + " of " +
+               std::to_string(total_budget(runs, opt.budget)) + " evaluations; resume with: shardsim search --resume " + opt.out;
+  SearchReport rep = summarize_search(out, rules, space);
+  std::string title = "shardsim search: " + L.model.name + " on " + L.cluster->name() + " (" +
+                      std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
+                      " requests" + (so.offline ? " offline" : "") + ", " + opt.fidelity + " fidelity";
+  std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget);
+  bool plotted = write_outputs(opt, inputs, rep, out, space, unit, md);
+  write_policy(opt, out);
+  print_done(opt, md, rep, plotted);
+  if (sig == 0) return 0;
+  std::cerr << "search " << out.note << " (outputs marked incomplete in " << opt.out << ")\n";
+  return 128 + sig;
+}
+
+SearchSettings make_settings(const SearchOptions& opt, const std::vector<RuleGenes>& rules, const OptimizerParams& params) {
+  SearchSettings settings;
+  settings.budget = opt.budget;
+  settings.threads = opt.threads > 0 ? opt.threads : cores();
+  for (const auto& r : rules) settings.portfolio.push_back(r.genes);
+  settings.params = &params;
+  return settings;
+}
+
+// A resumed study: same inputs and runs as its journal, whose evaluations are replayed.
+void replay_from(const JournalContents& resumed, const json& header, const SearchOptions& opt, SearchSettings& settings) {
+  const std::string path = (std::filesystem::path(opt.out) / kJournalName).string();
+  check_same_study(resumed.header, header, path);
+  settings.replay = &resumed.runs;
+  settings.replay_source = path;
+  if (!opt.quiet)
+    std::cerr << "resuming " << opt.out << ": " << resumed.evaluations << " evaluations journaled"
+              << (resumed.torn ? " (a torn last line ignored)" : "") << "\n";
+}
+
+// Returns the exit status: 0, or 128 + the signal that stopped the search.
+int run(SearchOptions& opt, CLI::App* cmd) {
+  std::optional<JournalContents> resumed;
+  if (!opt.resume.empty()) resumed = open_resume(opt, cmd);
+  check_options(opt);
   // The worker pool forks its zygote before any thread exists (TBB starts later).
   std::unique_ptr<WorkerPool> pool;
   if (opt.fidelity != "analytic")
@@ -175,79 +478,30 @@ void run(const SearchOptions& opt) {
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);
   SearchSpace space(L.model, *L.cluster, base, parse_space_options(opt.space, "--space"));
 
-  OptimizerParams params = OptimizerParams::parse(opt.params, "--param");
   auto names = split(opt.optimizers);
   if (names.empty()) throw InputError("--optimizers", opt.optimizers, "no optimizer named");
-  for (const char* rl : {"rl", "rl-noattn"})
-    if (!opt.policy_in.empty() && std::find(names.begin(), names.end(), rl) != names.end()) params.set(rl, "policy_in", opt.policy_in);
-
-  if (!opt.policy_out.empty() && std::find(names.begin(), names.end(), "rl") == names.end() &&
-      std::find(names.begin(), names.end(), "rl-noattn") == names.end())
-    throw InputError("--policy-out", opt.policy_out, "no optimizer with a policy (rl, rl-noattn) is in --optimizers");
+  OptimizerParams params = make_params(opt, names);
   std::vector<RuleGenes> rules = portfolio_genes(space);
-  std::vector<SearchRun> runs;
-  for (const auto& n : names) {
-    if (n == "megatron") {
-      runs.push_back({n, 1, static_cast<long>(std::max<std::size_t>(1, rules.size()))});
-    } else if (n == "exhaustive") {
-      // Its budget is the whole space; it refuses a space beyond exhaustive.limit itself.
-      const double size = space.canonical_size();
-      runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15))});
-    } else {
-      for (int s = 1; s <= opt.seeds; ++s) runs.push_back({n, static_cast<std::uint64_t>(s), 0});
-    }
-  }
+  std::vector<SearchRun> runs = make_runs(names, rules, space, opt.seeds);
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
-  EvaluatorInputs ei;
-  ei.model = &L.model;
-  ei.cluster = L.cluster.get();
-  ei.cluster_spec = opt.in.cluster;
-  ei.trace = &L.trace;
-  ei.routing = L.routing.get();
-  ei.serving = so;
-  ei.tier = opt.fidelity;
-  ei.runner = runner.get();
-  ei.samples = opt.samples;
-  ei.objective = opt.objective == "throughput" ? Objective::Throughput : Objective::Goodput;
-  ServingEvaluator evaluator(ei);
+  ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
 
-  SearchSettings settings;
-  settings.budget = opt.budget;
-  settings.threads = opt.threads > 0 ? opt.threads : cores();
-  for (const auto& r : rules) settings.portfolio.push_back(r.genes);
-  settings.params = &params;
+  SearchSettings settings = make_settings(opt, rules, params);
+  const json inputs = study_inputs(opt, L, so, settings.threads);
+  const json header = journal_header(cmd, inputs, L, base, opt, runs);
+  if (resumed) replay_from(*resumed, header, opt, settings);
+  std::unique_ptr<JournalWriter> journal;
+  settings.on_start = [&] { journal = start_journal(opt, header, resumed); };
+  settings.on_batch = [&](const std::vector<ScoredEval>& batch) { journal->write(batch, runs); };
+  StopSignals signals;
+  settings.stop = [] { return StopSignals::caught() != 0; };
   Progress progress(runs, opt.budget, opt.quiet);
   SearchOutcome out =
       run_search(space, evaluator, runs, settings, [&](std::size_t i, const RunRecord& rec) { progress.update(i, rec); });
   progress.finish();
-
-  SearchReport rep = summarize_search(out, rules, space);
-  std::string title = "shardsim search: " + L.model.name + " on " + L.cluster->name() + " (" +
-                      std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
-                      " requests" + (so.offline ? " offline" : "") + ", " + opt.fidelity + " fidelity";
-  std::string md = summary_markdown(rep, out, space, rules, evaluator.objective_unit(), title, opt.budget);
-  json inputs = {{"model", opt.in.model},        {"cluster", opt.in.cluster},   {"trace", L.trace_spec},
-                 {"requests", L.trace.requests.size()}, {"offline", so.offline}, {"routing", L.routing ? L.routing_spec : ""},
-                 {"slo", opt.in.slo},            {"seed", opt.in.seed},         {"fidelity", opt.fidelity},
-                 {"objective", opt.objective},   {"optimizers", opt.optimizers}, {"budget", opt.budget},
-                 {"seeds", opt.seeds},           {"threads", settings.threads}, {"space", opt.space},
-                 {"params", opt.params},         {"base", opt.base}};
-  write_search_outputs(opt.out, inputs, rep, out, space, evaluator.objective_unit(), md, opt.budget);
-  if (!opt.policy_out.empty()) {
-    // The learned policy of the best RL run (rl before rl-noattn on ties).
-    const RunRecord* best = nullptr;
-    for (const auto& r : out.runs)
-      if (!r.state.empty() && (!best || better(r.best.score, best->best.score))) best = &r;
-    if (!best) throw InputError("--policy-out", opt.policy_out, "no rl run produced a policy");
-    write_file_atomically(opt.policy_out, best->state);
-  }
-  // The anytime plot, when gnuplot is there (no shell: --out may hold any character).
-  bool plotted = run_quietly_in(opt.out, {"gnuplot", "anytime.gp"});
-  std::cout << md;
-  std::cout << "\nwrote " << opt.out << "/{results.json, anytime.csv, summary.md, anytime.gp"
-            << (plotted ? ", anytime.png" : "") << (rep.best_known > 0 ? ", best-plan.json" : "") << "}\n";
-  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed; run 'gnuplot anytime.gp' in " << opt.out << ")\n";
+  if (runner) out.faults.worker_restarts = static_cast<long>(runner->restarts());
+  return finish(opt, out, runs, rules, space, L, so, evaluator.objective_unit(), inputs);
 }
 
 }  // namespace
@@ -267,7 +521,14 @@ void add_search_command(CLI::App& app) {
       "                  --optimizers exhaustive,ga,sa --budget 300 --seeds 5 --out small/\n"
       "  shardsim search --model deepseek-v3 --cluster dgx-h100:32 --objective goodput --slo ttft=2000,tpot=100 \\\n"
       "                  --param ga.population=16,sa.batch=2 --out ds/\n"
-      "Then: shardsim simulate --model … --cluster … --plan results/best-plan.json");
+      "  shardsim search --resume ds/        # continue a killed or interrupted study\n"
+      "Then: shardsim simulate --model … --cluster … --plan results/best-plan.json\n\n"
+      "Every finished evaluation is journaled in <out>/journal.jsonl. Ctrl-C (SIGINT) or SIGTERM stops at the\n"
+      "next batch, writes the outputs so far marked incomplete (\"complete\": false) and exits 130 / 143; a\n"
+      "second signal exits at once. --resume DIR replays the journal without re-simulating and goes on to\n"
+      "the results an uninterrupted run gives; options not given are taken from the journal, options\n"
+      "given must match it (--threads, --workers, --quiet, --policy-out may change). A new search into an\n"
+      "existing --out replaces that study's files (journal included).");
   add_sim_options(cmd, opt->in);
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full (see 'shardsim simulate --help')")->capture_default_str();
   cmd->add_option("--objective", opt->objective, "throughput (output tok/s, offline replay) | goodput (req/s within --slo)")
@@ -288,8 +549,15 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--policy-in", opt->policy_in, "warm-start rl / rl-noattn from this saved policy");
   cmd->add_option("--policy-out", opt->policy_out, "save the policy of the best rl / rl-noattn run here");
   cmd->add_flag("--quiet,-q", opt->quiet, "no progress line on stderr");
-  cmd->add_option("--out,-o", opt->out, "output directory")->required();
-  cmd->callback([opt] { run(*opt); });
+  cmd->add_option("--out,-o", opt->out, "output directory (a study folder; required unless --resume)");
+  cmd->add_option("--resume", opt->resume, "continue the study in this folder from its journal (see above)");
+  cmd->callback([opt, cmd] {
+    const int status = run(*opt, cmd);
+    if (status != 0) {
+      std::cout.flush();
+      std::exit(status);
+    }
+  });
 }
 
 }  // namespace shardsim::cli

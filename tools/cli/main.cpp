@@ -1,6 +1,7 @@
 // tools/cli/main.cpp — the `shardsim` entry point: registers sub-commands, maps errors to exit codes.
 //
-// Exit codes: 0 success; 2 bad input (InputError, usage errors); 1 internal error.
+// Exit codes: 0 success; 2 bad input (InputError, usage errors); 1 internal error; `search`
+// stopped by SIGINT / SIGTERM: 130 / 143 (its outputs marked incomplete, resumable).
 #include <cerrno>
 #include <cstdlib>
 #include <exception>

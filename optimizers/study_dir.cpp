@@ -1,0 +1,179 @@
+// optimizers/study_dir.cpp — fresh start, staging folder, exchange and carry-over.
+#include "optimizers/study_dir.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "common/input_error.hpp"
+#include "common/output_file.hpp"
+#include "optimizers/journal.hpp"
+
+namespace fs = std::filesystem;
+
+namespace shardsim {
+
+namespace {
+
+// The target as an absolute path without a trailing separator.
+fs::path normal_target(const std::string& target) {
+  fs::path t = fs::absolute(target).lexically_normal();
+  return t.filename().empty() ? t.parent_path() : t;
+}
+
+// "<parent>/.<name>.<tag>-<pid>": the staging or old folder beside `target`.
+fs::path sibling(const fs::path& target, const char* tag, long pid) {
+  std::string n = ".";
+  n += target.filename().string();
+  n += tag;
+  n += std::to_string(pid);
+  return target.parent_path() / n;
+}
+
+bool is_member(const std::string& name) {
+  const auto& m = study_members();
+  return std::find(m.begin(), m.end(), name) != m.end();
+}
+
+// Removes the entries of `dir` named "<stem><pid>" whose process is gone (a killed run's leftovers).
+void remove_leftovers(const fs::path& dir, const std::string& stem) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(stem, 0) != 0) continue;
+    const long pid = std::strtol(n.c_str() + stem.size(), nullptr, 10);
+    std::error_code rm;
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), rm);
+  }
+}
+
+void remove_leftovers(const fs::path& target) {
+  for (const char* tag : {".staging-", ".old-"}) {
+    std::string stem = sibling(target, tag, 0).filename().string();
+    stem.pop_back();  // ".<name>.<tag>" without the pid
+    remove_leftovers(target.parent_path(), stem);
+  }
+  remove_leftovers(target, ".staging-");
+}
+
+void fsync_dir(const fs::path& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) ::fsync(fd), ::close(fd);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Exchanges folders `a` and `b` (renameat2 RENAME_EXCHANGE; else `b` → `old`, `a` → `b`).
+// Returns where b's former content now is; nothing when neither worked (nothing moved then).
+std::optional<fs::path> exchange(const fs::path& a, const fs::path& b, const fs::path& old) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return a;
+  if (::rename(b.c_str(), old.c_str()) != 0) return std::nullopt;
+  if (::rename(a.c_str(), b.c_str()) == 0) return old;
+  ::rename(old.c_str(), b.c_str());  // put the old outputs back
+  return std::nullopt;
+}
+
+// Moves what the search did not write (a user's files) from the old folder into the new one.
+void carry_over(const fs::path& old, const fs::path& target) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(old, ec)) {
+    const std::string n = e.path().filename().string();
+    if (is_member(n) || n.rfind(".staging-", 0) == 0 || fs::exists(target / n)) continue;
+    fs::rename(e.path(), target / n, ec);
+  }
+}
+
+// The study's journal, hard-linked (else copied) into the staging folder so the swap keeps it.
+void link_journal(const fs::path& target, const fs::path& staging) {
+  const fs::path journal = target / kJournalName;
+  std::error_code ec;
+  if (!fs::exists(journal, ec)) return;
+  fs::create_hard_link(journal, staging / kJournalName, ec);
+  if (ec) fs::copy_file(journal, staging / kJournalName, fs::copy_options::overwrite_existing, ec);
+  if (ec) throw InputError(journal.string(), "--out", "cannot keep the journal: " + ec.message());
+}
+
+// Where the folder cannot be swapped (a mount point, a parent without write access): member by
+// member, each file atomically, members the new set lacks removed. The journal stays.
+void replace_members(const fs::path& staging, const fs::path& target) {
+  std::error_code ec;
+  fs::create_directories(target, ec);
+  for (const auto& m : study_members()) {
+    if (m == kJournalName) continue;
+    if (fs::exists(staging / m, ec)) write_file_atomically((target / m).string(), read_file(staging / m));
+    else if (fs::remove(target / m, ec); ec) throw InputError(target.string(), "--out", "cannot remove the old " + m + ": " + ec.message());
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& study_members() {
+  static const std::vector<std::string> members = {"results.json", "anytime.csv", "anytime.gp", "anytime.png",
+                                                   "summary.md",   "best-plan.json", kJournalName};
+  return members;
+}
+
+void prepare_study_dir(const std::string& dir, bool fresh) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw InputError(dir, "--out", "exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
+  if (!fresh) return;
+  for (const auto& m : study_members()) {
+    fs::remove(fs::path(dir) / m, ec);
+    if (ec) throw InputError(dir, "--out", "cannot remove the old " + m + ": " + ec.message());
+  }
+}
+
+OutputStaging::OutputStaging(const std::string& target) {
+  const fs::path t = normal_target(target);
+  target_ = t.string();
+  remove_leftovers(t);
+  std::error_code ec;
+  staging_ = sibling(t, ".staging-", ::getpid()).string();
+  if (fs::create_directories(staging_, ec); !ec) return;
+  // No write access beside the folder: stage inside it (published member by member).
+  inside_ = true;
+  staging_ = (t / (".staging-" + std::to_string(::getpid()))).string();
+  ec.clear();
+  fs::create_directories(staging_, ec);
+  if (ec) throw InputError(staging_, "--out", "cannot create the staging directory: " + ec.message());
+}
+
+OutputStaging::~OutputStaging() {
+  std::error_code ec;
+  if (!published_) fs::remove_all(staging_, ec);
+}
+
+void OutputStaging::publish() {
+  const fs::path t(target_), s(staging_);
+  if (!inside_ && fs::is_directory(t)) {
+    link_journal(t, s);
+    if (auto old = exchange(s, t, sibling(t, ".old-", ::getpid()))) {
+      published_ = true;
+      carry_over(*old, t);
+      std::error_code ec;
+      fs::remove_all(*old, ec);
+      fsync_dir(t.parent_path());
+      return;
+    }
+  }
+  replace_members(s, t);  // the staging folder goes with the destructor
+  fsync_dir(t);
+}
+
+}  // namespace shardsim
