@@ -127,6 +127,19 @@ TEST_CASE("model params: hand-computed exact counts") {
   CHECK(oss.active_params() - oss.active_params_as_card() == 201088LL * 2880);
 }
 
+TEST_CASE("model layouts: a 100,000-layer interleaved model loads and counts its layers") {
+  // Per-layer loops once searched dense_layers linearly (layers × dense layers; found by fuzzing).
+  ModelSpec m = model_from_json(json::parse(R"({"layers":100000,"hidden":8,"attention":"gqa","heads":1,"kv_heads":1,
+      "head_dim":8,"experts":2,"top_k":1,"expert_ffn":8,"moe_layer_step":2,"dense_ffn":8,"vocab":8})"),
+                                "big.json");
+  CHECK(m.num_moe_layers() == 50'000);
+  CHECK_FALSE(m.is_moe_layer(0));
+  CHECK(m.is_moe_layer(1));
+  CHECK(m.is_moe_layer(99'999));
+  CHECK(m.total_params() > m.active_params());
+  CHECK(model_from_json(model_to_json(m), "back.json") == m);
+}
+
 TEST_CASE("model layouts: dense/MoE interleaving and first dense layers") {
   const ModelSpec& mav = preset("llama4-maverick");
   CHECK(mav.num_dense_layers() == 24);

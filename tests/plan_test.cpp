@@ -62,6 +62,11 @@ TEST_CASE("plan: JSON round trip keeps every field") {
   p.allow_cross_node_tp = true;
   Plan q = plan_from_json(plan_to_json(p), "roundtrip.json", 32, {});
   CHECK(q == p);
+  // The compact string keeps them too (it dropped the mapping and cross_node_tp; found by fuzzing).
+  Plan r = plan_from_string(plan_to_string(p), 32, {});
+  r.name = p.name;
+  CHECK(r == p);
+  CHECK(plan_to_string(plan_from_string("tp=2", 8, {})).find("mapping") == std::string::npos);
 }
 
 TEST_CASE("plan: JSON errors carry the pointer") {

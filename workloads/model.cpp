@@ -29,7 +29,8 @@ const char* to_string(AttentionKind k) {
 
 bool ModelSpec::is_moe_layer(int layer) const {
   if (!is_moe() || layer < 0 || layer >= layers) return false;
-  return std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
+  // dense_layers is strictly increasing (validated on load), so this is a binary search.
+  return !std::binary_search(dense_layers.begin(), dense_layers.end(), layer);
 }
 
 int ModelSpec::num_moe_layers() const {

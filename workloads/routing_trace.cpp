@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 #include "common/embedded.hpp"
@@ -654,6 +655,30 @@ struct SyntheticRouting::Tables {
   }
 };
 
+namespace {
+
+// The generator precomputes one popularity table of E entries per (drift epoch or domain, layer).
+// Specs beyond kMaxTableEntries (about a second and 300 MB) are refused instead of running for
+// minutes into gigabytes: domains=4096 on a 58-layer, 256-expert model is 61 million entries.
+constexpr double kMaxTableEntries = 16.0 * 1024 * 1024;
+
+void check_table_size(int layers, int experts, int epochs, int domains, const std::string& source) {
+  const double per_table = static_cast<double>(layers) * experts;
+  const double entries = (epochs + domains) * per_table;
+  if (entries <= kMaxTableEntries) return;
+  std::ostringstream why;
+  why << "needs " << static_cast<long long>(entries) << " popularity entries ((" << epochs
+      << (epochs > 1 ? " drift epochs" : " table");
+  if (domains > 0) why << " + " << domains << " domains";
+  why << ") x " << layers << " MoE layers x " << experts << " experts); the generator holds at most "
+      << static_cast<long long>(kMaxTableEntries);
+  if (domains > 0)
+    why << ": use at most " << std::max(0LL, static_cast<long long>(kMaxTableEntries / per_table) - epochs) << " domains";
+  throw InputError(source, domains > 0 ? "domains" : epochs > 1 ? "drift" : "experts", why.str());
+}
+
+}  // namespace
+
 SyntheticRouting::SyntheticRouting(const RoutingShape& shape, const SyntheticRoutingParams& params, std::string source)
     : RoutingSource(shape, source), params_(params) {
   validate_routing_shape(shape, source);
@@ -688,6 +713,7 @@ SyntheticRouting::SyntheticRouting(const RoutingShape& shape, const SyntheticRou
   t->epochs = params.drift > 0 ? kDriftEpochs : 1;
   t->drift_period = params.drift_period;
   t->seed = mix64(params.seed);
+  check_table_size(t->L, t->E, t->epochs, t->domains, source);
 
   // Base log-popularity per layer: Zipf over a seeded permutation, or Dirichlet.
   std::vector<std::vector<double>> base(static_cast<std::size_t>(t->L));

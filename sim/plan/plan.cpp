@@ -374,6 +374,15 @@ std::string plan_to_string(const Plan& p) {
   add("weights", to_string(p.dtypes.weights));
   if (p.dtypes.activations != Dtype::BF16) add("act", to_string(p.dtypes.activations));
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
+  if (p.mapping != def.mapping) {
+    std::string m;
+    for (MapDim d : p.mapping) {
+      if (!m.empty()) m += '.';
+      m += to_string(d);
+    }
+    add("mapping", m);
+  }
+  if (p.allow_cross_node_tp) add("cross_node_tp", "1");
   std::string e = engine_to_string(p.engine);
   if (!e.empty()) s += "," + e;
   return s;
