@@ -39,9 +39,8 @@ fs::path sibling(const fs::path& target, const char* tag, long pid) {
   return target.parent_path() / n;
 }
 
-bool is_member(const std::string& name) {
-  const auto& m = study_members();
-  return std::find(m.begin(), m.end(), name) != m.end();
+bool is_member(const std::string& name, const std::vector<std::string>& members) {
+  return std::find(members.begin(), members.end(), name) != members.end();
 }
 
 // Removes the entries of `dir` named "<stem><pid>" whose process is gone (a killed run's leftovers).
@@ -88,11 +87,11 @@ std::optional<fs::path> exchange(const fs::path& a, const fs::path& b, const fs:
 }
 
 // Moves what the search did not write (a user's files) from the old folder into the new one.
-void carry_over(const fs::path& old, const fs::path& target) {
+void carry_over(const fs::path& old, const fs::path& target, const std::vector<std::string>& members) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(old, ec)) {
     const std::string n = e.path().filename().string();
-    if (is_member(n) || n.rfind(".staging-", 0) == 0 || fs::exists(target / n)) continue;
+    if (is_member(n, members) || n.rfind(".staging-", 0) == 0 || fs::exists(target / n)) continue;
     fs::rename(e.path(), target / n, ec);
   }
 }
@@ -109,10 +108,10 @@ void link_journal(const fs::path& target, const fs::path& staging) {
 
 // Where the folder cannot be swapped (a mount point, a parent without write access): member by
 // member, each file atomically, members the new set lacks removed. The journal stays.
-void replace_members(const fs::path& staging, const fs::path& target) {
+void replace_members(const fs::path& staging, const fs::path& target, const std::vector<std::string>& members) {
   std::error_code ec;
   fs::create_directories(target, ec);
-  for (const auto& m : study_members()) {
+  for (const auto& m : members) {
     if (m == kJournalName) continue;
     if (fs::exists(staging / m, ec)) write_file_atomically((target / m).string(), read_file(staging / m));
     else if (fs::remove(target / m, ec); ec) throw InputError(target.string(), "--out", "cannot remove the old " + m + ": " + ec.message());
@@ -139,7 +138,7 @@ void prepare_study_dir(const std::string& dir, bool fresh) {
   }
 }
 
-OutputStaging::OutputStaging(const std::string& target) {
+OutputStaging::OutputStaging(const std::string& target, std::vector<std::string> members) : members_(std::move(members)) {
   const fs::path t = normal_target(target);
   target_ = t.string();
   remove_leftovers(t);
@@ -165,14 +164,14 @@ void OutputStaging::publish() {
     link_journal(t, s);
     if (auto old = exchange(s, t, sibling(t, ".old-", ::getpid()))) {
       published_ = true;
-      carry_over(*old, t);
+      carry_over(*old, t, members_);
       std::error_code ec;
       fs::remove_all(*old, ec);
       fsync_dir(t.parent_path());
       return;
     }
   }
-  replace_members(s, t);  // the staging folder goes with the destructor
+  replace_members(s, t, members_);  // the staging folder goes with the destructor
   fsync_dir(t);
 }
 

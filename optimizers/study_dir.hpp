@@ -29,8 +29,9 @@ void prepare_study_dir(const std::string& dir, bool fresh);
 
 class OutputStaging {
  public:
-  // Creates an empty staging folder beside `target`.
-  explicit OutputStaging(const std::string& target);
+  // Creates an empty staging folder beside `target`, whose output files are `members` (a search's
+  // by default; `shardsim sweep` has its own): publish() replaces exactly those.
+  explicit OutputStaging(const std::string& target, std::vector<std::string> members = study_members());
   ~OutputStaging();  // removes the staging folder unless published
   OutputStaging(const OutputStaging&) = delete;
   OutputStaging& operator=(const OutputStaging&) = delete;
@@ -40,6 +41,7 @@ class OutputStaging {
 
  private:
   std::string target_, staging_;
+  std::vector<std::string> members_;
   bool inside_ = false;              // staged inside the target (no swap possible)
   bool published_ = false;
 };

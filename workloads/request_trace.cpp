@@ -345,6 +345,28 @@ RequestTrace scale_rate(const RequestTrace& trace, double factor) {
   return t;
 }
 
+RequestTrace at_rate(const RequestTrace& trace, double rate, Arrival shape, std::uint64_t seed) {
+  if (!(rate > 0) || !std::isfinite(rate))
+    throw InputError(trace.source, "rate", "expected requests per second > 0, got " + format_number(rate));
+  RequestTrace t = trace;
+  const std::size_t n = t.requests.size();
+  if (n == 0) return t;
+  const double span = t.requests.back().arrival_s - t.requests.front().arrival_s;
+  if (shape == Arrival::Trace && n > 1 && span > 0) {
+    const double factor = rate * span / static_cast<double>(n - 1);  // to a mean gap of 1/rate
+    const double first = t.requests.front().arrival_s;
+    for (auto& r : t.requests) r.arrival_s = (r.arrival_s - first) / factor;
+    return t;
+  }
+  SplitMix64 rng(hash_combine(seed, 0x617272697661ULL));  // "arriva": its own stream of the seed
+  double clock = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) clock += shape == Arrival::Poisson ? rng.exponential() / rate : 1.0 / rate;
+    t.requests[i].arrival_s = clock;
+  }
+  return t;
+}
+
 Distribution distribution_of(std::vector<double> v) {
   Distribution d;
   if (v.empty()) return d;

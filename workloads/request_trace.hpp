@@ -64,6 +64,13 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
 RequestTrace head(const RequestTrace& trace, std::size_t n);
 // The same requests arriving `factor` times faster (arrivals divided by factor; factor > 0).
 RequestTrace scale_rate(const RequestTrace& trace, double factor);
+// The same requests (lengths and order) offered at `rate` requests per second (rate > 0):
+// Arrival::Poisson draws exponential gaps of mean 1/rate from `seed` (the same seed gives the
+// same unit gaps at every rate, so a sweep's points differ only in rate); Arrival::Trace keeps
+// the trace's own inter-arrival shape, rescaled to the mean 1/rate (a trace whose arrivals are
+// all at 0 is spaced evenly). The first request arrives at 0.
+enum class Arrival { Poisson, Trace };
+RequestTrace at_rate(const RequestTrace& trace, double rate, Arrival shape, std::uint64_t seed);
 
 struct Distribution {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // nearest-rank percentiles

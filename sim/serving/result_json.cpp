@@ -93,6 +93,7 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
                  {"trace", in.trace},       {"requests", in.requests}, {"routing", in.routing},
                  {"offline", in.offline},   {"fidelity", in.fidelity}, {"seed", in.seed},
                  {"slo", {{"ttft_ms", o.slo_ttft * 1e3}, {"tpot_ms", o.slo_tpot * 1e3}}}};
+  if (!in.load.is_null()) j["inputs"]["load"] = in.load;
   j["plan"] = plan_to_json(plan);
   j["feasible"] = true;
   j["reasons"] = json::array();

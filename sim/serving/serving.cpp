@@ -8,6 +8,7 @@
 #include <map>
 
 #include "sim/plan/plan_layout.hpp"
+#include "sim/serving/arrivals.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -102,21 +103,20 @@ class ReplicaSim {
     out_.breakdown.model_layers = model.layers;
   }
 
-  void run(const std::vector<int>& reqs, ReplicaLoad& load) {
-    std::size_t next = 0;
+  void run(Arrivals& arrivals, ReplicaLoad& load) {
+    arrivals_ = &arrivals;
     ReplicaBatch batch;
     std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
     while (true) {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
       if (t == kNever) break;
-      const double next_arrival = next < reqs.size() ? out_.requests[static_cast<std::size_t>(reqs[next])].arrival : kNever;
-      if (fast_step(e, t, next_arrival)) continue;
+      if (fast_step(e, t, arrivals.next_time())) continue;
       if (steps_ >= opt_.max_steps) break;
       materialize(e);
-      while (next < reqs.size() && out_.requests[static_cast<std::size_t>(reqs[next])].arrival <= t) {
+      while (arrivals.next_time() <= t) {
         if (waiting_.empty()) head_blocked_ = false;  // a new head
-        waiting_.push_back(new_seq(reqs[next++]));
+        waiting_.push_back(new_seq(arrivals.pop()));
       }
       if (!waiting_.empty() && !head_known_blocked()) {
         materialize_all();  // admission reads the exact KV use
@@ -128,7 +128,7 @@ class ReplicaSim {
       work.clear();
       build_batch(e, batch, work);
       if (work.empty()) {
-        sleep(e, t, next < reqs.size() ? out_.requests[static_cast<std::size_t>(reqs[next])].arrival : kNever);
+        sleep(e, t, arrivals.next_time());
         continue;
       }
       ++steps_;
@@ -169,7 +169,7 @@ class ReplicaSim {
     for (int k = 0; k < engines_; ++k)
       if (k != e && seqs_in_engine_[static_cast<std::size_t>(k)] > 0) wake = std::min(wake, ready_[static_cast<std::size_t>(k)]);
     if (wake == kNever && !waiting_.empty()) {  // nothing runs and the head still cannot start
-      reject();
+      reject(t);
       wake = t;
     }
     ready_[static_cast<std::size_t>(e)] = wake == kNever ? kNever : std::max(t, wake);
@@ -208,10 +208,11 @@ class ReplicaSim {
     return admission_kv(s);
   }
 
-  void reject() {
+  void reject(double t) {
     ++frees_;  // a new head
     out_.rejected_any = true;
     out_.note = "some requests need more KV cache than one attention group holds; they were not served";
+    arrivals_->done(waiting_.front().req, t);
     waiting_.pop_front();
   }
 
@@ -221,7 +222,7 @@ class ReplicaSim {
       Seq s = waiting_.front();
       auto& r = out_.requests[static_cast<std::size_t>(s.req)];
       if (lifetime_kv(s) > kv_capacity_) {
-        reject();
+        reject(t);
         continue;
       }
       long need = admission_kv(s);
@@ -568,6 +569,7 @@ class ReplicaSim {
         r.finish = end;
         r.completed = true;
         load.completions.push_back(end);
+        arrivals_->done(s->req, end);
         release(*s);
       }
     }
@@ -595,6 +597,7 @@ class ReplicaSim {
   std::vector<long> kv_used_;
   std::vector<int> seqs_in_group_, seqs_in_engine_;
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
+  Arrivals* arrivals_ = nullptr;  // of the run in progress
   std::deque<Seq> waiting_;
   std::deque<Seq> running_;
   long admissions_ = 0;
@@ -687,6 +690,24 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
   return cls;
 }
 
+// Replica `rep`'s arrivals (replicas never talk to each other). Open loop: requests go round-robin
+// to replicas in arrival order. Closed loop: client c sends requests c, c + N, c + 2N, … of the
+// trace and is served by replica c mod dp.
+Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o) {
+  const int n = static_cast<int>(requests.size());
+  if (o.concurrency <= 0) {
+    std::vector<int> mine;
+    for (int i = rep; i < n; i += dp) mine.push_back(i);
+    return Arrivals::open(std::move(mine), requests);
+  }
+  std::vector<std::vector<int>> clients;
+  for (int c = rep; c < o.concurrency && c < n; c += dp) {
+    clients.emplace_back();
+    for (int i = c; i < n; i += o.concurrency) clients.back().push_back(i);
+  }
+  return Arrivals::closed(std::move(clients), o.think_time, requests);
+}
+
 }  // namespace
 
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
@@ -697,19 +718,17 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   for (std::size_t i = 0; i < trace.requests.size(); ++i) {
     auto& r = out.requests[i];
     r.id = static_cast<int>(i);
-    r.arrival = options.offline ? 0.0 : trace.requests[i].arrival_s;
+    r.arrival = options.offline || options.concurrency > 0 ? 0.0 : trace.requests[i].arrival_s;
     r.prompt_tokens = std::max(1, trace.requests[i].prompt_tokens);
     r.admitted = r.first_token = -1;
     r.output_tokens = std::max(1, trace.requests[i].output_tokens);
   }
-  // Requests go round-robin to replicas in arrival order (replicas never talk to each other).
-  std::vector<std::vector<int>> per_replica(static_cast<std::size_t>(plan.deg.dp));
-  for (std::size_t i = 0; i < out.requests.size(); ++i) per_replica[i % per_replica.size()].push_back(static_cast<int>(i));
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
   const std::vector<int> classes = options.shape_buckets_per_octave > 0 ? cost_classes(plan, cluster) : std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0);
   for (int rep = 0; rep < plan.deg.dp; ++rep) {
     ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, options, out.memory, out);
-    sim.run(per_replica[static_cast<std::size_t>(rep)], loads[static_cast<std::size_t>(rep)]);
+    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, options);
+    sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
   }
   for (const auto& r : out.requests)
     if (r.completed) out.makespan = std::max(out.makespan, r.finish);

@@ -1,7 +1,8 @@
 // sim/serving/serving.hpp — the serving loop: continuous batching of a request trace on every replica.
 //
-// Owns: serve(), which replays requests on the plan's dp replicas (round-robin in arrival order),
-// and inside a replica to the attention-DP group with the fewest sequences. Each replica is one
+// Owns: serve(), which replays requests on the plan's dp replicas (open loop: round-robin in
+// arrival order; closed loop: each client on one replica, sim/serving/arrivals.hpp), and inside a
+// replica to the attention-DP group with the fewest sequences. Each replica is one
 // engine with the plan's EngineSettings (sim/plan/engine.hpp): FCFS admission limited by max_seqs
 // (split over attention groups) and by the KV policy — reserve prompt + max output, reserve the
 // true output (an oracle), or allocate blocks on demand and preempt the most recently admitted
@@ -44,6 +45,13 @@ using StepCache = std::map<std::vector<int>, StepTiming>;
 
 struct ServingOptions {
   bool offline = false;            // all requests arrive at t = 0
+  // Closed loop (as vLLM's benchmark with --max-concurrency and AIConfigurator run it): this many
+  // clients each send a request, wait for its last token (or its refusal), think `think_time`
+  // seconds and send their next; 0 = open loop (the trace's arrival times, or 0 when offline).
+  // Client c sends the trace's requests c, c + N, c + 2N, … and is served by replica c mod dp
+  // (sim/serving/arrivals.hpp); a request's arrival in the results is when it was sent.
+  int concurrency = 0;
+  double think_time = 0;           // seconds
   double slo_ttft = 2.0;           // seconds
   double slo_tpot = 0.2;           // seconds
   int timeline_steps = 0;          // record the timeline of the first N steps of replica 0

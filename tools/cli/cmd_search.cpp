@@ -14,10 +14,7 @@
 // outputs known so far are written, marked incomplete, and the command exits 130/143; a second
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
 // (optimizers/study_dir).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,32 +43,12 @@
 #include "sim/simgrid/worker_pool.hpp"
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/run_program.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
 namespace shardsim::cli {
 
 namespace {
-
-// Runs argv[0] (found on PATH) with `dir` as its working directory, output discarded; true when it
-// exits 0. posix_spawn, not a shell: nothing in `dir` or the arguments is interpreted.
-bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 
 struct SearchOptions {
   SimInputs in;
@@ -348,13 +325,15 @@ OptimizerParams make_params(const SearchOptions& opt, const std::vector<std::str
 
 // What results.json records as the inputs (the journal adds digests and drops threads).
 json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so, int threads) {
-  return {{"model", opt.in.model},        {"cluster", opt.in.cluster},    {"trace", L.trace_spec},
+  json j = {{"model", opt.in.model},        {"cluster", opt.in.cluster},    {"trace", L.trace_spec},
           {"requests", L.trace.requests.size()}, {"offline", so.offline}, {"routing", L.routing ? L.routing_spec : ""},
           {"slo", opt.in.slo},            {"seed", opt.in.seed},          {"fidelity", opt.fidelity},
           {"objective", opt.objective},   {"optimizers", opt.optimizers}, {"budget", opt.budget},
           {"seeds", opt.seeds},           {"threads", threads},           {"space", opt.space},
           {"params", opt.params},         {"base", opt.base},             {"samples", opt.samples},
           {"exact", opt.in.exact},        {"policy_in", opt.policy_in}};
+  if (load_given(opt.in)) j["load"] = load_to_json(opt.in);  // absent before load control: old journals resume
+  return j;
 }
 
 // The journal: a new one (removing the old study's files) or the resumed one, continued.
@@ -431,7 +410,8 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
   SearchReport rep = summarize_search(out, rules, space);
   std::string title = "shardsim search: " + L.model.name + " on " + L.cluster->name() + " (" +
                       std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
-                      " requests" + (so.offline ? " offline" : "") + ", " + opt.fidelity + " fidelity";
+                      " requests" + (so.offline ? " offline" : load_given(opt.in) ? "; " + describe_load(opt.in) : "") + ", " +
+                      opt.fidelity + " fidelity";
   std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget);
   bool plotted = write_outputs(opt, inputs, rep, out, space, unit, md);
   write_policy(opt, out);
@@ -472,7 +452,8 @@ int run(SearchOptions& opt, CLI::App* cmd) {
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
   ServingOptions so = L.serving;
-  so.offline = opt.in.offline || (opt.objective == "throughput" && !opt.online);
+  // The throughput objective replays offline unless the user chose the arrivals (or --online).
+  so.offline = opt.in.offline || (opt.objective == "throughput" && !opt.online && !load_given(opt.in));
 
   Plan base = default_plan(L.model);
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);

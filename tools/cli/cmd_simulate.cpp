@@ -85,13 +85,13 @@ void print_communication(std::ostream& o, const ServingBreakdown& b, int dp, int
     << over_replicas(dp) << f("; %.1f%% of step time)\n", b.step_time > 0 ? 100 * on_path / b.step_time : 0.0);
 }
 
-void print_report(const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
+void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
                   const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
   const Cluster& c = *L.cluster;
   o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
     << "), plan " << plan_to_string(plan) << ", " << fidelity << " fidelity\n";
-  o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests" << (L.serving.offline ? ", offline" : "")
+  o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests; " << describe_load(in)
     << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n\n";
   o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
   o << "throughput     " << f("%.0f tok/s", m.throughput_tok_s) << " (prompt + output), " << f("%.0f", m.output_tok_s)
@@ -167,9 +167,9 @@ void run(const SimulateOptions& opt) {
                                       runner.get(), fr, opt.samples);
   Metrics m = summarize(r, so, L.cluster->num_gpus());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_report(L, plan, r, m, opt.fidelity, fr);
+  print_report(opt.in, L, plan, r, m, opt.fidelity, fr);
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
-               opt.in.requests, opt.in.offline, opt.in.seed};
+               opt.in.requests, opt.in.offline, opt.in.seed, load_to_json(opt.in)};
   if (!opt.json_out.empty()) {
     json j = result_to_json(in, plan, r, m, so, wall);
     json sl = json::object();
@@ -211,6 +211,8 @@ void add_simulate_command(CLI::App& app) {
       "                    --routing synthetic:zipf=1.2,locality=0.3 --slo ttft=2000,tpot=80 --json out.json\n"
       "  shardsim simulate --model llama2-70b --cluster dgx-h100:1 --plan tp=2,dp=4,weights=fp8,act=fp8,kv=fp8,engine=trtllm-mlperf \\\n"
       "                    --trace synthetic:n=4000,prompt=lognormal:222:0.6,output=lognormal:290:0.5 --offline\n"
+      "  shardsim simulate --model deepseek-v3 --cluster dgx-h100:8 --plan tp=8,ep=8,dp=8 --rate 12      # Poisson, 12 req/s\n"
+      "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --concurrency 64  # closed loop\n"
       "  shardsim simulate --plan megatron --timeline steps.json --requests-csv requests.csv");
   add_sim_options(cmd, opt->in);
   cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact string (tp=2,dp=4,engine=trtllm,max_seqs=896: degrees, sharding, dtypes, engine settings; docs/plan-format.md) or 'megatron'")->capture_default_str();

@@ -17,5 +17,6 @@ void add_simulate_command(CLI::App& app); // cmd_simulate.cpp — score a plan o
 void add_validate_command(CLI::App& app); // cmd_validate.cpp — simulated vs published figures
 void add_space_command(CLI::App& app);    // cmd_space.cpp    — the search space: decisions, size, rule plans
 void add_search_command(CLI::App& app);   // cmd_search.cpp   — optimizers at equal budgets, compared
+void add_sweep_command(CLI::App& app);    // cmd_sweep.cpp    — one plan under rising load; max load within an SLO
 
 }  // namespace shardsim::cli

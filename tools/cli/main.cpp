@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       "  shardsim trace stats --routing synthetic:zipf=1.2,seed=5 --model mixtral-8x7b --ep 8\n"
       "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n"
       "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:2 --plan megatron --requests 1000\n"
+      "  shardsim sweep --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --out sweep\n"
       "  shardsim validate\n",
       "shardsim"};
   app.require_subcommand(0, 1);
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
   shardsim::cli::add_validate_command(app);
   shardsim::cli::add_space_command(app);
   shardsim::cli::add_search_command(app);
+  shardsim::cli::add_sweep_command(app);
   harden(app);
   if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1])) {
     std::cerr << "error: " << argv[1] << ": unknown command (see 'shardsim --help')\n";

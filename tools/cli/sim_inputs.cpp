@@ -1,6 +1,7 @@
 // tools/cli/sim_inputs.cpp — shared scoring options and their loading.
 #include "tools/cli/sim_inputs.hpp"
 
+#include <cstdio>
 #include <sstream>
 
 #include "common/input_error.hpp"
@@ -15,7 +16,24 @@ void add_sim_options(CLI::App* cmd, SimInputs& in) {
   cmd->add_option("--requests,-n", in.requests, "use the first N requests of the trace")
       ->capture_default_str()
       ->check(CLI::Range(1, 10'000'000));
-  cmd->add_flag("--offline", in.offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)");
+  auto* offline = cmd->add_flag("--offline", in.offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)");
+  auto* rate = cmd->add_option("--rate", in.rate,
+                               "open loop: offer the trace's requests at R requests/s (lengths from the trace; docs/load.md)")
+                   ->check(CLI::Range(1e-9, 1e9));
+  cmd->add_option("--arrivals", in.arrivals,
+                  "with --rate: poisson (exponential gaps from --seed) | trace (the trace's own gaps, rescaled)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"poisson", "trace"}))
+      ->needs(rate);
+  auto* conc = cmd->add_option("--concurrency", in.concurrency,
+                               "closed loop: N clients, each sends its next request when its previous one finished")
+                   ->check(CLI::Range(1, 10'000'000));
+  cmd->add_option("--think-time", in.think_ms, "closed loop: milliseconds a client waits between requests")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9))
+      ->needs(conc);
+  offline->excludes(rate)->excludes(conc);
+  rate->excludes(conc);
   cmd->add_option("--routing,-r", in.routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…")
       ->capture_default_str();
   cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
@@ -31,6 +49,31 @@ std::string with_seed(const std::string& spec, unsigned long long seed) {
   if (out == "synthetic") out += ":";
   if (out.back() != ':') out += ",";
   return out + "seed=" + std::to_string(seed);
+}
+
+std::string describe_load(const SimInputs& in) {
+  char buf[160];
+  if (in.concurrency > 0) {
+    std::snprintf(buf, sizeof buf, "closed loop: %d clients, think time %g ms", in.concurrency, in.think_ms);
+    return buf;
+  }
+  if (in.rate > 0) {
+    std::snprintf(buf, sizeof buf, "%s at %g req/s", in.arrivals == "trace" ? "the trace's arrival shape" : "Poisson", in.rate);
+    return buf;
+  }
+  return in.offline ? "offline (every request at t = 0)" : "the trace's arrival times";
+}
+
+json load_to_json(const SimInputs& in) {
+  if (in.concurrency > 0) return {{"mode", "closed"}, {"concurrency", in.concurrency}, {"think_time_ms", in.think_ms}};
+  if (in.rate > 0) return {{"mode", "rate"}, {"rate_req_s", in.rate}, {"arrivals", in.arrivals}};
+  return {{"mode", in.offline ? "offline" : "trace"}};
+}
+
+bool load_given(const SimInputs& in) { return in.offline || in.rate > 0 || in.concurrency > 0; }
+
+RequestTrace trace_at_rate(const SimInputs& in, const RequestTrace& trace, double rate) {
+  return at_rate(trace, rate, in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson, in.seed);
 }
 
 static void parse_slo(const std::string& text, ServingOptions& o) {
@@ -65,6 +108,9 @@ LoadedInputs load_inputs(const SimInputs& in) {
   out.trace = head(load_request_trace(out.trace_spec), static_cast<std::size_t>(in.requests));
   parse_slo(in.slo, out.serving);
   out.serving.offline = in.offline;
+  if (in.rate > 0) out.trace = trace_at_rate(in, out.trace, in.rate);
+  out.serving.concurrency = in.concurrency;
+  out.serving.think_time = in.think_ms / 1e3;
   if (in.exact) out.serving.set_exact();
   out.routing_spec = with_seed(in.routing, in.seed);
   if (out.model.is_moe()) {

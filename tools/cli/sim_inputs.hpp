@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/json_reader.hpp"
 #include "sim/serving/serving.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -24,14 +25,28 @@ struct SimInputs {
   std::string trace = "azure-conv";
   int requests = 1000;
   bool offline = false;
+  // Load control (docs/load.md): open loop at a rate, or a closed loop of clients.
+  double rate = 0;                   // > 0: requests per second (the trace keeps the lengths)
+  std::string arrivals = "poisson";  // with rate: poisson | trace (the trace's gaps rescaled)
+  int concurrency = 0;               // > 0: closed loop with this many clients
+  double think_ms = 0;               // closed loop: a client's pause between requests
   std::string routing = "synthetic:";
   std::string slo = "ttft=2000,tpot=200";
   unsigned long long seed = 1;
   bool exact = false;  // the exact scoring path (ServingOptions::set_exact)
 };
 
-// Registers --model --cluster --trace --requests --offline --routing --slo --seed --exact on `cmd`.
+// Registers --model --cluster --trace --requests --offline --rate --arrivals --concurrency
+// --think-time --routing --slo --seed --exact on `cmd`.
 void add_sim_options(CLI::App* cmd, SimInputs& in);
+
+// How requests arrive, in words ("Poisson at 4 req/s") and as the result JSON's inputs.load.
+std::string describe_load(const SimInputs& in);
+json load_to_json(const SimInputs& in);
+// True when the user chose the arrivals (--offline, --rate or --concurrency).
+bool load_given(const SimInputs& in);
+// The trace and serving options for open-loop arrivals at `rate` (the sweep's points).
+RequestTrace trace_at_rate(const SimInputs& in, const RequestTrace& trace, double rate);
 
 struct LoadedInputs {
   ModelSpec model;

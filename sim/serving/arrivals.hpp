@@ -1,0 +1,57 @@
+// sim/serving/arrivals.hpp — when a replica's requests arrive: open loop or closed loop.
+//
+// Owns: Arrivals, the one source of arrivals the serving loop reads. Open loop: the requests'
+// arrival times are fixed before the run (the trace's, a rate's, or all 0 offline) and come out
+// in order. Closed loop (ServingOptions::concurrency): each client has its own list of requests
+// and sends the next one when its previous request finished (or was refused) plus a think time,
+// so exactly as many requests are in flight as there are clients until the lists run out; the
+// arrival time is stamped into the request's result when it is sent.
+// Units: seconds. Thread-safety: one replica's loop owns one Arrivals.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <queue>
+#include <utility>
+#include <vector>
+
+namespace shardsim {
+
+struct RequestResult;
+
+class Arrivals {
+ public:
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  // Open loop: `reqs` (indices into `results`) in arrival order, their arrival times already set.
+  static Arrivals open(std::vector<int> reqs, std::vector<RequestResult>& results);
+  // Closed loop: client c sends clients[c] in order; the first of each at time 0.
+  static Arrivals closed(std::vector<std::vector<int>> clients, double think_time, std::vector<RequestResult>& results);
+
+  // When the next request arrives; kNever when none is pending (none left, or every client waits).
+  double next_time() const;
+  // The next request (its arrival is next_time(), stamped into its result); call only when
+  // next_time() is finite.
+  int pop();
+  // Request `req` finished or was refused at `t`: closed loop, its client sends its next request
+  // at t + think time. Open loop: nothing.
+  void done(int req, double t);
+
+ private:
+  explicit Arrivals(std::vector<RequestResult>& results) : results_(&results) {}
+
+  std::vector<RequestResult>* results_;
+  bool closed_ = false;
+  // open loop
+  std::vector<int> order_;
+  std::size_t next_ = 0;
+  // closed loop
+  std::vector<std::vector<int>> clients_;
+  std::vector<std::size_t> sent_;            // per client: requests sent so far
+  std::vector<int> client_of_;               // by request index (results), −1 = not a client's
+  double think_ = 0;
+  using Pending = std::pair<double, int>;    // (time, client): min-heap, ties by client
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;
+};
+
+}  // namespace shardsim

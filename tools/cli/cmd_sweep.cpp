@@ -1,0 +1,311 @@
+// tools/cli/cmd_sweep.cpp — `shardsim sweep`: one plan under rising load: throughput against
+// latency, and the highest load that meets a service-level objective.
+//
+// The load is an open-loop request rate (--rates; by default fractions of the plan's offline
+// capacity) or a closed-loop client count (--clients). Every point serves the same requests (the
+// first --requests of the trace; open loop: Poisson gaps drawn once from --seed and scaled to the
+// rate, so points differ only in rate) and the points run in parallel. The capacity search
+// (sim/serving/load_sweep) then bisects between the highest point that meets --goal and the
+// lowest one above it that does not. Output: a table on stdout and, with --out DIR, sweep.csv,
+// sweep.json, sweep.gp and sweep.png (when gnuplot is there), swapped in as one set.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "common/input_error.hpp"
+#include "common/output_file.hpp"
+#include "optimizers/study_dir.hpp"
+#include "sim/plan/plan_check.hpp"
+#include "sim/serving/load_sweep.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/run_program.hpp"
+#include "tools/cli/sim_inputs.hpp"
+
+namespace shardsim::cli {
+
+namespace {
+
+struct SweepOptions {
+  SimInputs in;
+  std::string plan = "megatron";
+  std::string fidelity = "analytic";
+  int workers = 0, samples = 16, threads = 0;
+  std::string rates, clients;   // "auto" or a comma-separated list; clients set = closed loop
+  int points = 10;
+  std::string goal = "p99";
+  bool no_capacity = false;
+  std::string out;
+};
+
+const std::vector<std::string>& sweep_members() {
+  static const std::vector<std::string> m = {"sweep.csv", "sweep.json", "sweep.gp", "sweep.png"};
+  return m;
+}
+
+std::vector<double> parse_list(const std::string& text, const char* option, bool whole) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    double v = 0;
+    if (!parse_double(item, v) || !(v > 0) || (whole && v != std::floor(v)))
+      throw InputError(option, item, whole ? "expected whole client counts ≥ 1, comma-separated"
+                                           : "expected request rates > 0 (req/s), comma-separated");
+    out.push_back(v);
+  }
+  if (out.empty() || text.back() == ',') throw InputError(option, text, "an empty item");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Everything a point needs to be scored.
+struct Scorer {
+  const SweepOptions& opt;
+  const LoadedInputs& L;
+  const Plan& plan;
+  SimgridRunner* runner;
+  bool closed;
+
+  Metrics operator()(double load) const {
+    ServingOptions so = L.serving;
+    so.offline = false;
+    if (closed) so.concurrency = static_cast<int>(load);
+    const RequestTrace t = closed ? L.trace : trace_at_rate(opt.in, L.trace, load);
+    FidelityReport fr;
+    ServingResult r = serve_at_fidelity(opt.fidelity, plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
+                                        runner, fr, opt.samples);
+    return summarize(r, so, L.cluster->num_gpus());
+  }
+};
+
+// Requests per second the plan serves with every request at t = 0 (the automatic range's scale,
+// and ×64 the highest rate the capacity search tries).
+double offline_capacity(const Scorer& s) {
+  ServingOptions so = s.L.serving;
+  so.offline = true;
+  FidelityReport fr;
+  ServingResult r = serve_at_fidelity("analytic", s.plan, s.L.model, *s.L.cluster, s.opt.in.cluster, s.L.trace,
+                                      s.L.routing.get(), so, nullptr, fr);
+  Metrics m = summarize(r, so, s.L.cluster->num_gpus());
+  // Saturated: completions per second in the steady window; else over the makespan (drain included).
+  if (r.steady.trusted && r.steady.seconds() > 0) return r.steady.completions / r.steady.seconds();
+  return m.makespan_s > 0 ? m.completed / m.makespan_s : 1.0;
+}
+
+// The loads to sweep: the user's, or automatic (rates: `points` evenly up to 1.2× the offline
+// capacity; clients: powers of two up to twice the sequences the replicas can run, ≤ requests).
+std::vector<double> sweep_loads_of(const SweepOptions& opt, const Plan& plan, double capacity, int requests) {
+  const bool closed = !opt.clients.empty();
+  const std::string& list = closed ? opt.clients : opt.rates;
+  if (list != "auto" && !list.empty()) return parse_list(list, closed ? "--clients" : "--rates", closed);
+  std::vector<double> loads;
+  if (closed) {
+    const double top = std::min<double>(requests, 2.0 * plan.engine.max_seqs * plan.deg.dp);
+    for (double c = 1; c <= top; c *= 2) loads.push_back(c);
+    return loads;
+  }
+  for (int i = 1; i <= opt.points; ++i) loads.push_back(1.2 * capacity * i / opt.points);
+  return loads;
+}
+
+std::string f(const char* fmt, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+// Output tokens per second per user: 1 / TPOT p50.
+double per_user(const Metrics& m) { return m.tpot_ms.p50 > 0 ? 1e3 / m.tpot_ms.p50 : 0; }
+
+void print_table(std::ostream& o, const std::vector<LoadPoint>& pts, bool closed) {
+  o << (closed ? "clients" : "  req/s") << "   served/s  out tok/s  tok/s/GPU  tok/s/user   TTFT p50    p99 ms"
+    << "   TPOT p50    p99 ms  in SLO  meets\n";
+  for (const auto& p : pts) {
+    const Metrics& m = p.metrics;
+    o << f(closed ? "%7.0f" : "%7.3g", p.load) << f("  %9.3f", m.request_s) << f("  %9.0f", m.output_tok_s)
+      << f("  %9.1f", m.output_tok_s_per_gpu) << f("  %10.1f", per_user(m)) << f("  %9.1f", m.ttft_ms.p50)
+      << f("  %8.1f", m.ttft_ms.p99) << f("  %9.2f", m.tpot_ms.p50) << f("  %8.2f", m.tpot_ms.p99)
+      << f("  %5.1f%%", 100 * m.slo_attainment) << (p.meets ? "  yes" : "  no") << "\n";
+  }
+}
+
+std::string csv_of(const std::vector<LoadPoint>& pts, bool closed) {
+  std::ostringstream o;
+  o << (closed ? "clients" : "rate_req_s")
+    << ",served_req_s,output_tok_s,output_tok_s_per_gpu,steady_output_tok_s,tok_s_per_user,ttft_p50_ms,ttft_p90_ms,"
+       "ttft_p99_ms,tpot_p50_ms,tpot_p90_ms,tpot_p99_ms,slo_attainment,goodput_req_s,completed,requests,meets\n";
+  for (const auto& p : pts) {
+    const Metrics& m = p.metrics;
+    o << p.load << "," << m.request_s << "," << m.output_tok_s << "," << m.output_tok_s_per_gpu << ","
+      << m.steady_output_tok_s << "," << per_user(m) << "," << m.ttft_ms.p50 << "," << m.ttft_ms.p90 << ","
+      << m.ttft_ms.p99 << "," << m.tpot_ms.p50 << "," << m.tpot_ms.p90 << "," << m.tpot_ms.p99 << ","
+      << m.slo_attainment << "," << m.goodput_req_s << "," << m.completed << "," << m.requests << ","
+      << (p.meets ? 1 : 0) << "\n";
+  }
+  return o.str();
+}
+
+json point_json(const LoadPoint& p) {
+  const Metrics& m = p.metrics;
+  auto pct = [](const Percentiles& x) { return json{{"p50", x.p50}, {"p90", x.p90}, {"p99", x.p99}}; };
+  return {{"load", p.load},
+          {"meets", p.meets},
+          {"served_req_s", m.request_s},
+          {"output_tok_s", m.output_tok_s},
+          {"output_tok_s_per_gpu", m.output_tok_s_per_gpu},
+          {"steady_output_tok_s", m.steady_output_tok_s},
+          {"tok_s_per_user", per_user(m)},
+          {"ttft_ms", pct(m.ttft_ms)},
+          {"tpot_ms", pct(m.tpot_ms)},
+          {"slo_attainment", m.slo_attainment},
+          {"goodput_req_s", m.goodput_req_s},
+          {"completed", m.completed},
+          {"requests", m.requests}};
+}
+
+// The two-panel plot: throughput per GPU against load; p99 TTFT and TPOT against load with the SLO.
+std::string gnuplot_script(const SloGoal& g, bool closed) {
+  const std::string x = closed ? "clients (closed loop)" : "offered load (req/s)";
+  std::ostringstream o;
+  o << "set terminal pngcairo size 1100,460 noenhanced\nset output 'sweep.png'\nset datafile separator ','\n"
+    << "set key autotitle columnhead top left\nset grid\nset multiplot layout 1,2\n"
+    << "set xlabel '" << x << "'\nset ylabel 'output tok/s per GPU'\n"
+    << "plot 'sweep.csv' using 1:4 with linespoints lw 2 title 'throughput per GPU'\n"
+    << "set ylabel 'ms'\nset logscale y\n"
+    << "plot 'sweep.csv' using 1:9 with linespoints lw 2 title 'TTFT p99', '' using 1:12 with linespoints lw 2 title 'TPOT p99', "
+    << g.ttft_s * 1e3 << " dt 2 lc 1 title 'TTFT bound', " << g.tpot_s * 1e3 << " dt 2 lc 2 title 'TPOT bound'\n"
+    << "unset multiplot\n";
+  return o.str();
+}
+
+// Writes the outputs into a staging folder and swaps it in for --out; true when plotted.
+bool write_outputs(const SweepOptions& opt, const json& j, const std::vector<LoadPoint>& all, const SloGoal& g, bool closed) {
+  OutputStaging staging(opt.out, sweep_members());
+  const std::string d = staging.dir() + "/";
+  write_file_atomically(d + "sweep.csv", csv_of(all, closed));
+  write_file_atomically(d + "sweep.json", j.dump(2) + "\n");
+  write_file_atomically(d + "sweep.gp", gnuplot_script(g, closed));
+  const bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "sweep.gp"});
+  staging.publish();
+  return plotted;
+}
+
+void check_options(const SweepOptions& opt) {
+  if (opt.in.offline || opt.in.rate > 0 || opt.in.concurrency > 0)
+    throw InputError("--rate/--concurrency/--offline", "", "sweep sets the load itself: use --rates or --clients");
+  if (!opt.rates.empty() && !opt.clients.empty())
+    throw InputError("--rates", opt.rates, "give either --rates (open loop) or --clients (closed loop), not both");
+  if (opt.fidelity != "analytic" && opt.fidelity != "simgrid")
+    throw InputError("--fidelity", opt.fidelity, "expected analytic or simgrid (full would take hours per point)");
+}
+
+void run(const SweepOptions& opt) {
+  check_options(opt);
+  if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
+  std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
+  if (opt.fidelity != "analytic")
+    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
+  LoadedInputs L = load_inputs(opt.in);
+  Plan plan = load_plan(opt.plan, L.model, *L.cluster);
+  PlanCheck chk = check_plan(plan, L.model, *L.cluster);
+  if (!chk.feasible())
+    throw InputError(opt.plan, chk.violations.front().field,
+                     "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  const SloGoal goal = parse_slo_goal(opt.goal, L.serving.slo_ttft, L.serving.slo_tpot, "--goal");
+  std::unique_ptr<SimgridRunner> runner;
+  if (pool) runner = make_pool_runner(*pool);
+  const bool closed = !opt.clients.empty();
+  const Scorer score{opt, L, plan, runner.get(), closed};
+  const double capacity = offline_capacity(score);
+  const std::vector<double> loads = sweep_loads_of(opt, plan, capacity, static_cast<int>(L.trace.requests.size()));
+
+  std::ostream& o = std::cout;
+  o << "shardsim sweep: " << L.model.name << " on " << L.cluster->name() << " (" << L.cluster->num_gpus()
+    << " GPUs), plan " << plan_to_string(plan) << ", " << opt.fidelity << " fidelity\n"
+    << "trace " << L.trace_spec << " (" << L.trace.requests.size() << " requests"
+    << (closed ? "; closed loop" : opt.in.arrivals == "trace" ? "; the trace's arrival shape" : "; Poisson arrivals")
+    << "), offline capacity " << f("%.3g req/s", capacity) << "; goal: " << goal.describe() << "\n\n";
+  std::vector<LoadPoint> points = sweep_loads(loads, score, goal, opt.threads);
+  print_table(o, points, closed);
+
+  json j = {{"schema", "shardsim.sweep/1"},
+            {"inputs", {{"model", opt.in.model}, {"cluster", opt.in.cluster}, {"plan", plan_to_string(plan)},
+                        {"trace", L.trace_spec}, {"requests", L.trace.requests.size()}, {"seed", opt.in.seed},
+                        {"routing", L.routing ? L.routing_spec : ""}, {"fidelity", opt.fidelity},
+                        {"mode", closed ? "closed" : "rate"}, {"arrivals", closed ? "closed" : opt.in.arrivals}}},
+            {"goal", goal.describe()},
+            {"offline_capacity_req_s", capacity}};
+  j["points"] = json::array();
+  for (const auto& p : points) j["points"].push_back(point_json(p));
+  std::vector<LoadPoint> all = points;
+  if (!opt.no_capacity) {
+    double lo = loads.front(), hi = loads.back();
+    for (const auto& p : points) if (p.meets) lo = p.load;  // the highest meeting point …
+    for (const auto& p : points) if (!p.meets && p.load > lo) { hi = p.load; break; }  // … and the next failing one
+    const double limit = closed ? static_cast<double>(L.trace.requests.size()) : 64 * capacity;
+    CapacityResult cap = max_load_meeting(score, lo, hi, goal, 0.02, 12, closed, points, limit);
+    const std::string unit = closed ? "clients" : "req/s";
+    o << "\nmax " << (closed ? "clients" : "rate") << " meeting the goal: " << cap.describe(unit) << "\n";
+    // Far above the offline throughput a queue grows without end; meeting the SLO there only
+    // means the run ends before the queue matters.
+    const std::string note = !closed && cap.max_meeting > 2 * capacity
+                                 ? "over twice the plan's offline throughput (" + f("%.3g req/s", capacity) +
+                                       "): the SLO holds only because the run ends before a queue builds; use more --requests"
+                                 : "";
+    if (!note.empty()) o << "warning: " << note << "\n";
+    j["capacity"] = {{"bound", cap.bound == CapacityResult::Bound::Found ? "found" : cap.bound == CapacityResult::Bound::AllMeet ? "all-meet" : "none-meet"},
+                     {"max_meeting", cap.max_meeting}, {"min_failing", cap.min_failing}, {"unit", unit},
+                     {"probes", json::array()}, {"note", note}};
+    for (const auto& p : cap.probes) j["capacity"]["probes"].push_back(point_json(p));
+    all.insert(all.end(), cap.probes.begin(), cap.probes.end());
+    std::sort(all.begin(), all.end(), [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
+  }
+  if (opt.out.empty()) return;
+  const bool plotted = write_outputs(opt, j, all, goal, closed);
+  o << "\nwrote " << opt.out << "/{sweep.csv, sweep.json, sweep.gp" << (plotted ? ", sweep.png}" : "}") << "\n";
+  if (!plotted) o << "(no plot: gnuplot is missing or failed; run 'gnuplot sweep.gp' in " << opt.out << ")\n";
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto opt = std::make_shared<SweepOptions>();
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "One plan under rising load: throughput, TTFT/TPOT percentiles and SLO attainment at each offered rate\n"
+      "(open loop) or client count (closed loop), and the highest load that meets the SLO (docs/load.md).\n\n"
+      "Examples:\n"
+      "  shardsim sweep --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --requests 1000\n"
+      "  shardsim sweep --model deepseek-v3 --cluster dgx-h100:8 --plan tp=8,ep=8,dp=8 --rates 2,4,8,16 \\\n"
+      "                 --slo ttft=2000,tpot=80 --goal attain=0.9 --out sweep-ds\n"
+      "  shardsim sweep --model llama3-70b --cluster dgx-h100:1 --plan tp=4,dp=2 --clients 1,4,16,64,256");
+  add_sim_options(cmd, opt->in);
+  cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact string or 'megatron'")->capture_default_str();
+  cmd->add_option("--rates", opt->rates, "open loop: request rates (req/s) to offer, comma-separated, or auto "
+                                         "(--points rates up to 1.2× the plan's offline capacity; the default)");
+  cmd->add_option("--clients", opt->clients, "closed loop: client counts, comma-separated, or auto (powers of two)");
+  cmd->add_option("--points", opt->points, "rates in the automatic range")->capture_default_str()->check(CLI::Range(2, 200));
+  cmd->add_option("--goal", opt->goal,
+                  "what meets the --slo: p99 | p90 | p50 (that percentile of TTFT and of TPOT within bounds, MLPerf-style) "
+                  "or attain=F (a fraction F of requests within both, DistServe-style)")
+      ->capture_default_str();
+  cmd->add_flag("--no-capacity", opt->no_capacity, "skip the search for the highest load that meets the goal");
+  cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid")->capture_default_str();
+  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per point at simgrid fidelity")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
+  cmd->add_option("--threads", opt->threads, "points scored at once (default: one per core)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--out", opt->out, "write sweep.csv, sweep.json, sweep.gp and sweep.png into this folder");
+  cmd->callback([opt] { run(*opt); });
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,16 @@
+// tools/cli/run_program.hpp — running a helper program (gnuplot) without a shell.
+//
+// Owns: run_quietly_in(). The program is found on PATH and started with posix_spawnp in the given
+// working directory, its output discarded: nothing in the directory name or the arguments is
+// interpreted (search --out once went through a shell; issue 12).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace shardsim::cli {
+
+// Runs argv[0] with `dir` as its working directory; true when it exits 0.
+bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv);
+
+}  // namespace shardsim::cli
