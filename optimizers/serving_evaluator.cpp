@@ -1,6 +1,8 @@
 // optimizers/serving_evaluator.cpp — serve_at_fidelity → Metrics → Score.
 #include "optimizers/serving_evaluator.hpp"
 
+#include <cstdio>
+#include <functional>
 #include <stdexcept>
 
 #include "sim/serving/metrics.hpp"
@@ -14,7 +16,13 @@ ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
 }
 
 std::string ServingEvaluator::objective_unit() const {
-  return in_.objective == Objective::Throughput ? "output tok/s" : "goodput req/s";
+  switch (in_.objective) {
+    case Objective::Throughput: return "output tok/s";
+    case Objective::Goodput: return "goodput req/s";
+    case Objective::ThroughputTpot: return "output tok/s within the TPOT bound";
+    case Objective::MaxRate: return "req/s within the SLO";
+  }
+  return "";
 }
 
 namespace {
@@ -37,20 +45,82 @@ Score score_of(const ServingResult& r, const Metrics& m, Objective objective) {
     return s;
   }
   s.feasible = true;
-  s.objective = objective == Objective::Throughput ? m.steady_output_tok_s : m.goodput_req_s;
+  s.objective = objective == Objective::Goodput ? m.goodput_req_s : m.steady_output_tok_s;
+  return s;
+}
+
+// ThroughputTpot: the throughput, unless TPOT at the goal's percentile exceeds the bound.
+Score within_tpot(Score s, const Metrics& m, const SloGoal& goal) {
+  if (!s.feasible) return s;
+  const double p = goal.kind == SloGoal::Kind::Percentile ? goal.value : 99;
+  const double tpot = p >= 99 ? m.tpot_ms.p99 : p >= 90 ? m.tpot_ms.p90 : m.tpot_ms.p50;
+  if (tpot <= goal.tpot_s * 1e3) return s;
+  s.feasible = false;
+  s.violation = tpot / (goal.tpot_s * 1e3) - 1;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "/slo: TPOT p%g %.1f ms exceeds %.1f ms", p, tpot, goal.tpot_s * 1e3);
+  s.reason = buf;
+  return s;
+}
+
+void add_faults(EvalFaults& total, const FidelityReport& report) {
+  EvalFaults f = faults_of(report);
+  total.sampled += f.sampled;
+  total.failed += f.failed;
+  if (total.error.empty()) total.error = f.error;
+}
+
+// The capacity search from the offline run `r` (its completions per second set the scale).
+using RunFn = std::function<ServingResult(const RequestTrace&, const ServingOptions&, Metrics&)>;
+
+Score max_rate(const EvaluatorInputs& in, const ServingResult& r, const Metrics& m, const ServingOptions& so, const RunFn& run) {
+  double capacity = m.makespan_s > 0 ? m.completed / m.makespan_s : 1.0;
+  if (r.steady.trusted && r.steady.seconds() > 0) capacity = r.steady.completions / r.steady.seconds();
+  ServingOptions open = so;
+  open.offline = false;
+  auto score = [&](double rate) {
+    Metrics x;
+    run(at_rate(*in.trace, rate, in.arrivals, in.seed), open, x);
+    return x;
+  };
+  CapacityResult c = max_load_meeting(score, capacity / 8, capacity, in.goal, 0.05, 6, false, {}, 64 * capacity);
+  Score s;
+  s.feasible = c.bound != CapacityResult::Bound::NoneMeet;
+  s.objective = c.max_meeting;
+  if (!s.feasible) {
+    s.violation = 1e-3;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "/slo: even %.3g req/s misses ", c.min_failing);
+    s.reason = buf + in.goal.describe();
+  }
   return s;
 }
 
 }  // namespace
 
 Evaluation ServingEvaluator::evaluate_detailed(const Plan& plan) const {
-  FidelityReport report;
   ServingOptions so = in_.serving;
   so.timeline_steps = 0;
-  ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, *in_.trace,
-                                      in_.routing, so, in_.runner, report, in_.samples);
-  Metrics m = summarize(r, so, in_.cluster->num_gpus());
-  return Evaluation{score_of(r, m, in_.objective), faults_of(report)};
+  EvalFaults faults;
+  if (in_.objective == Objective::MaxRate) {  // the first run measures the offline capacity
+    so.offline = true;
+    so.concurrency = 0;
+  }
+  RunFn run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
+    FidelityReport report;
+    ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
+                                        in_.runner, report, in_.samples);
+    add_faults(faults, report);
+    m = summarize(r, o, in_.cluster->num_gpus());
+    return r;
+  };
+  Metrics m;
+  ServingResult r = run(*in_.trace, so, m);
+  Score s = score_of(r, m, in_.objective);
+  if (in_.objective == Objective::ThroughputTpot) s = within_tpot(s, m, in_.goal);
+  if (in_.objective == Objective::MaxRate && s.feasible) s = max_rate(in_, r, m, so, run);
+  return Evaluation{s, faults};
 }
+
 
 }  // namespace shardsim

@@ -1,9 +1,17 @@
 // optimizers/serving_evaluator.hpp — the search's scorer: replay the trace under a plan at a
 // fidelity tier and return the objective.
 //
-// Owns: ServingEvaluator. Objectives: Throughput = steady-state generated tokens per second
-// (Metrics::steady_output_tok_s, MLPerf's tokens/s; the makespan rate when the run has no
-// saturated window; the search replays offline by default, so this is the plan's capacity); Goodput = requests per second meeting both SLOs. A plan that check_plan refuses
+// Owns: ServingEvaluator. Objectives (REFERENCE.md §F.2):
+//   Throughput     steady-state generated tokens per second (Metrics::steady_output_tok_s,
+//                  MLPerf's tokens/s; the makespan rate when the run has no saturated window;
+//                  the search replays offline by default, so this is the plan's capacity);
+//   Goodput        requests per second meeting both SLOs;
+//   ThroughputTpot Throughput, feasible only when TPOT at the goal's percentile is within the
+//                  SLO (violation = its relative excess): tokens/s per GPU at a TPOT bound;
+//   MaxRate        the highest Poisson rate (req/s) whose run meets the goal (SloGoal), found by
+//                  the capacity search (sim/serving/load_sweep) from the plan's offline capacity:
+//                  about 8 serving runs per evaluation; infeasible when even 1/8 of it misses.
+// A plan that check_plan refuses
 // never reaches it (the driver scores it infeasible); a plan that must reject some requests
 // (prompt + output larger than its KV capacity) is infeasible with violation = the fraction of
 // requests rejected. evaluate_detailed() also returns the FidelityReport's SimGrid sample counts
@@ -13,10 +21,13 @@
 // runner passed in must be thread-safe (make_pool_runner's is). Inputs must outlive it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "optimizers/evaluator.hpp"
+#include "sim/serving/load_sweep.hpp"
 #include "sim/simgrid/fidelity.hpp"
+#include "workloads/request_trace.hpp"
 
 namespace shardsim {
 
@@ -25,7 +36,7 @@ class Cluster;
 struct RequestTrace;
 class RoutingSource;
 
-enum class Objective { Throughput, Goodput };
+enum class Objective { Throughput, Goodput, ThroughputTpot, MaxRate };
 
 struct EvaluatorInputs {
   const ModelSpec* model = nullptr;
@@ -38,6 +49,9 @@ struct EvaluatorInputs {
   SimgridRunner* runner = nullptr;           // required unless tier = analytic
   int samples = 16;
   Objective objective = Objective::Throughput;
+  SloGoal goal;                              // ThroughputTpot (its percentile) and MaxRate
+  Arrival arrivals = Arrival::Poisson;       // MaxRate: how the rates' arrivals are drawn …
+  std::uint64_t seed = 1;                    // … and from which seed
 };
 
 class ServingEvaluator : public Evaluator {

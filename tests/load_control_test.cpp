@@ -10,6 +10,7 @@
 
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
+#include "optimizers/serving_evaluator.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
@@ -238,4 +239,36 @@ TEST_CASE("shardsim sweep: a table, the capacity and the output set, and bad loa
     CHECK(b.exit_code == 2);
     CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("search objectives: throughput within a TPOT bound, and the highest rate within the SLO") {
+  const Setup& s = setup();
+  EvaluatorInputs in;
+  in.model = &s.model;
+  in.cluster = &s.cluster;
+  in.trace = &s.trace;
+  in.serving.offline = true;
+  in.objective = Objective::Throughput;
+  const Score plain = ServingEvaluator(in).evaluate(s.plan);
+  REQUIRE(plain.feasible);
+  // A loose TPOT bound changes nothing; one below the plan's TPOT p99 makes it infeasible, naming /slo.
+  in.objective = Objective::ThroughputTpot;
+  in.goal = parse_slo_goal("p99", 2.0, 10.0, "test");
+  const Score loose = ServingEvaluator(in).evaluate(s.plan);
+  CHECK(loose.feasible);
+  CHECK(loose.objective == plain.objective);
+  in.goal = parse_slo_goal("p99", 2.0, 0.001, "test");
+  const Score tight = ServingEvaluator(in).evaluate(s.plan);
+  CHECK_FALSE(tight.feasible);
+  CHECK(tight.reason.rfind("/slo", 0) == 0);
+  CHECK(tight.violation > 0);
+  // MaxRate: a rate that meets the goal, with 5% more (the search's tolerance) missing it.
+  in.objective = Objective::MaxRate;
+  in.goal = parse_slo_goal("p99", 1.0, 0.2, "test");
+  in.seed = 7;
+  const Score rate = ServingEvaluator(in).evaluate(s.plan);
+  REQUIRE(rate.feasible);
+  CHECK(rate.objective > 0);
+  CHECK(in.goal.met(s.at_rate_metrics(rate.objective)));
+  CHECK_FALSE(in.goal.met(s.at_rate_metrics(rate.objective * 1.06)));
 }

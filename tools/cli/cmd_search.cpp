@@ -54,6 +54,7 @@ struct SearchOptions {
   SimInputs in;
   std::string fidelity = "simgrid";
   std::string objective = "throughput";
+  std::string goal = "p99";
   std::string optimizers = "megatron,random,ga,sa";
   std::string space = "all";
   std::string base;
@@ -288,8 +289,11 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 void check_options(const SearchOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
-  if (opt.objective != "throughput" && opt.objective != "goodput")
-    throw InputError("--objective", opt.objective, "unknown objective (expected throughput or goodput)");
+  if (opt.objective != "throughput" && opt.objective != "goodput" && opt.objective != "throughput-tpot" &&
+      opt.objective != "max-rate")
+    throw InputError("--objective", opt.objective, "unknown objective (expected throughput, goodput, throughput-tpot or max-rate)");
+  if (opt.objective == "max-rate" && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
+    throw InputError("--objective", opt.objective, "max-rate chooses the rates itself: drop --rate, --concurrency and --offline");
   if (opt.out.empty()) throw InputError("--out", "", "an output directory is required (or --resume DIR)");
   std::error_code ec;
   if (std::filesystem::exists(opt.out, ec) && !std::filesystem::is_directory(opt.out, ec))
@@ -332,7 +336,9 @@ json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const Serving
           {"seeds", opt.seeds},           {"threads", threads},           {"space", opt.space},
           {"params", opt.params},         {"base", opt.base},             {"samples", opt.samples},
           {"exact", opt.in.exact},        {"policy_in", opt.policy_in}};
-  if (load_given(opt.in)) j["load"] = load_to_json(opt.in);  // absent before load control: old journals resume
+  // Keys added with load control are absent unless used, so older journals still resume.
+  if (load_given(opt.in)) j["load"] = load_to_json(opt.in);
+  if (opt.objective == "throughput-tpot" || opt.objective == "max-rate") j["goal"] = opt.goal;
   return j;
 }
 
@@ -395,7 +401,13 @@ EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L
   ei.tier = opt.fidelity;
   ei.runner = runner;
   ei.samples = opt.samples;
-  ei.objective = opt.objective == "throughput" ? Objective::Throughput : Objective::Goodput;
+  ei.objective = opt.objective == "throughput"        ? Objective::Throughput
+                 : opt.objective == "goodput"         ? Objective::Goodput
+                 : opt.objective == "throughput-tpot" ? Objective::ThroughputTpot
+                                                      : Objective::MaxRate;
+  ei.goal = parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal");
+  ei.arrivals = opt.in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
+  ei.seed = opt.in.seed;
   return ei;
 }
 
@@ -452,8 +464,9 @@ int run(SearchOptions& opt, CLI::App* cmd) {
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
   ServingOptions so = L.serving;
-  // The throughput objective replays offline unless the user chose the arrivals (or --online).
-  so.offline = opt.in.offline || (opt.objective == "throughput" && !opt.online && !load_given(opt.in));
+  // The throughput objectives replay offline unless the user chose the arrivals (or --online).
+  const bool throughput = opt.objective == "throughput" || opt.objective == "throughput-tpot";
+  so.offline = opt.in.offline || (throughput && !opt.online && !load_given(opt.in));
 
   Plan base = default_plan(L.model);
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);
@@ -512,7 +525,12 @@ void add_search_command(CLI::App& app) {
       "existing --out replaces that study's files (journal included).");
   add_sim_options(cmd, opt->in);
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full (see 'shardsim simulate --help')")->capture_default_str();
-  cmd->add_option("--objective", opt->objective, "throughput (output tok/s, offline replay) | goodput (req/s within --slo)")
+  cmd->add_option("--objective", opt->objective,
+                  "throughput (output tok/s, offline replay) | goodput (req/s within --slo) | throughput-tpot (output tok/s, "
+                  "feasible only with TPOT within --slo at --goal's percentile) | max-rate (the highest Poisson rate meeting "
+                  "--slo and --goal; ~8 runs per evaluation; docs/load.md)")
+      ->capture_default_str();
+  cmd->add_option("--goal", opt->goal, "for throughput-tpot and max-rate: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')")
       ->capture_default_str();
   cmd->add_flag("--online", opt->online, "keep the trace's arrival times for the throughput objective");
   cmd->add_option("--optimizers", opt->optimizers, "comma list of: megatron, random, exhaustive, ga, sa, rl, rl-noattn")
