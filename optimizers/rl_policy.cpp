@@ -37,6 +37,7 @@ std::string decision_key(const Decision& dec) {
     case Decision::Kind::Factor: return "factor";
     case Decision::Kind::EtpSplit: return "etp split";
     case Decision::Kind::Sp: return "sp";
+    case Decision::Kind::Redundant: return "redundant experts";
     case Decision::Kind::Shard: return "shard " + dec.name;
     case Decision::Kind::Mapping: return "mapping";
     case Decision::Kind::MaxSeqs: return "max_seqs";

@@ -162,6 +162,11 @@ SearchSpace::SearchSpace(const ModelSpec& model, const Cluster& cluster, const P
     Decision sp = make_decision("sp", Decision::Kind::Sp, Block::Degrees, false);
     sp.labels = {"off", "on"};
     decisions_.push_back(sp);
+    if (model.is_moe()) {
+      Decision r = make_decision("redundant experts", Decision::Kind::Redundant, Block::Degrees, true);
+      r.labels = {"0", "1 per EP rank", "2 per EP rank"};
+      decisions_.push_back(r);
+    }
   }
   if (options_.sharding) {
     for (int i = 0; i < kNumOps; ++i) {
@@ -233,6 +238,11 @@ SearchSpace::DegreeParts SearchSpace::degree_parts(const Genes& g) const {
   return p;
 }
 
+int SearchSpace::redundant_limit(int ep) const {
+  if (ep <= 1) return 0;
+  return std::min(2, model_.experts / ep);
+}
+
 bool SearchSpace::op_relevant(Op op, int tp, int etp) const {
   if (op == Op::ExpertUp || op == Op::ExpertDown) return etp > 1;
   return tp > 1;
@@ -255,6 +265,7 @@ Plan SearchSpace::decode(const Genes& raw) const {
       p.deg.ep = 1, p.deg.etp = d.tp * d.attn_dp;  // dense: the unit is the TP group (plan.hpp)
     }
     p.deg.sp = g[static_cast<std::size_t>(gene_index(Decision::Kind::Sp))] == 1 ? d.tp : 1;
+    if (model_.is_moe()) p.redundant_experts = g[static_cast<std::size_t>(gene_index(Decision::Kind::Redundant))] * p.deg.ep;
   }
   for (int i = 0; i < num_decisions(); ++i) {
     const Decision& dec = decisions_[static_cast<std::size_t>(i)];
@@ -300,6 +311,12 @@ bool SearchSpace::encode(const Plan& plan, Genes& out) const {
       out[static_cast<std::size_t>(gene_index(Decision::Kind::EtpSplit))] = k;
     }
     out[static_cast<std::size_t>(gene_index(Decision::Kind::Sp))] = plan.deg.sp > 1 ? 1 : 0;
+    if (model_.is_moe()) {
+      const int per_rank = plan.deg.ep > 1 ? plan.redundant_experts / plan.deg.ep : 0;
+      if (per_rank * plan.deg.ep != plan.redundant_experts && plan.deg.ep > 1) return false;
+      if (per_rank > 2) return false;
+      out[static_cast<std::size_t>(gene_index(Decision::Kind::Redundant))] = per_rank;
+    }
   }
   for (int i = 0; i < num_decisions(); ++i) {
     const Decision& dec = decisions_[static_cast<std::size_t>(i)];
@@ -339,6 +356,10 @@ Genes SearchSpace::canonical(const Genes& in) const {
       for (int i = 0; i < k; ++i) etp *= d.unit_primes[static_cast<std::size_t>(i)];
     }
     if (d.tp == 1) g[static_cast<std::size_t>(gene_index(Decision::Kind::Sp))] = 0;
+    if (model_.is_moe()) {  // none without EP; at most one extra copy of every expert
+      auto& r = g[static_cast<std::size_t>(gene_index(Decision::Kind::Redundant))];
+      r = std::min(r, redundant_limit(d.tp * d.attn_dp / etp));
+    }
   } else {
     etp = base_.deg.etp;
   }
@@ -462,6 +483,14 @@ std::vector<char> SearchSpace::valid_values(int d, const Genes& prefix) const {
     }
   } else if (dec.kind == Decision::Kind::Sp) {
     if (degree_parts(prefix).tp == 1) ok[1] = 0;
+  } else if (dec.kind == Decision::Kind::Redundant) {
+    DegreeParts p = degree_parts(prefix);
+    const int k = std::min<int>(prefix[static_cast<std::size_t>(gene_index(Decision::Kind::EtpSplit))],
+                                static_cast<int>(p.unit_primes.size()));
+    int etp = 1;
+    for (int i = 0; i < k; ++i) etp *= p.unit_primes[static_cast<std::size_t>(i)];
+    const int limit = redundant_limit(p.tp * p.attn_dp / etp);
+    for (int v = limit + 1; v < dec.size(); ++v) ok[static_cast<std::size_t>(v)] = 0;
   }
   if (std::find(ok.begin(), ok.end(), 1) == ok.end()) std::fill(ok.begin(), ok.end(), 1);
   return ok;
@@ -536,6 +565,7 @@ double SearchSpace::canonical_size() const {
         for (int i = 0; i < k; ++i) etp *= d.unit_primes[static_cast<std::size_t>(i)];
         if (!options_.degrees) etp = base_.deg.etp;
         double n = (sp_gene >= 0 && d.tp > 1) ? 2 : 1;
+        if (options_.degrees && model_.is_moe()) n *= redundant_limit(d.tp * d.attn_dp / etp) + 1;
         int nontrivial = 0;
         for (int v : {d.tp, d.attn_dp, d.pp, d.dp}) nontrivial += v > 1;
         for (const auto& dec : decisions_) {

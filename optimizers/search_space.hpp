@@ -8,7 +8,9 @@
 //             that factor multiplies: tp, attn_dp (MoE only), pp or dp — so dp×pp×tp×attn_dp is the
 //             GPU count by construction (REFERENCE.md §C.1); then, for MoE models, "etp split" k:
 //             etp = the product of the k smallest prime factors of the unit (tp × attn_dp), ep the
-//             rest (k is clamped to the unit's factor count); then "sp" (off | on = tp).
+//             rest (k is clamped to the unit's factor count); then "sp" (off | on = tp); then,
+//             for MoE models, "redundant experts": 0, 1 or 2 extra expert slots per EP rank
+//             (Plan::redundant_experts = value × ep; EPLB), clamped to ≤ experts, 0 when ep = 1.
 //   sharding  one gene per operator type the model has (allowed_shards order; 0 = Megatron's).
 //   mapping   one of the 24 orders of (tp, attn_dp, pp, dp), fastest-varying first.
 //   batching  max_seqs and max_batch_tokens, ordinal.
@@ -42,7 +44,7 @@ enum class Block { Degrees, Sharding, Mapping, Batching };
 const char* to_string(Block b);
 
 struct Decision {
-  enum class Kind { Factor, EtpSplit, Sp, Shard, Mapping, MaxSeqs, MaxBatchTokens };
+  enum class Kind { Factor, EtpSplit, Sp, Redundant, Shard, Mapping, MaxSeqs, MaxBatchTokens };
   std::string name;                  // e.g. "factor 1 (×2)", "etp split", "qkv", "mapping", "max_seqs"
   Kind kind = Kind::Factor;
   Block block = Block::Degrees;
@@ -120,6 +122,8 @@ class SearchSpace {
   };
   DegreeParts degree_parts(const Genes& g) const;
   int gene_index(Decision::Kind kind) const;  // first decision of that kind, −1 if absent
+  // Redundant-expert values (per EP rank) allowed with `ep` EP ranks: 0 without EP, ≤ experts / ep.
+  int redundant_limit(int ep) const;
   bool op_relevant(Op op, int tp, int etp) const;
 
   const ModelSpec& model_;

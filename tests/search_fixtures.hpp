@@ -50,7 +50,8 @@ struct Setup : SearchWorld {
 inline double log2i(int v) { return std::log2(static_cast<double>(v)); }
 
 // A synthetic objective: smooth in the log-degrees around tp = 2, attn_dp = 2, pp = 1, ep = 4,
-// etp = 1, a bonus for sequence parallelism, and per-operator sharding preferences of 0.5–4%.
+// etp = 1, a bonus for sequence parallelism, one for a redundant expert per EP rank (1%; 0.5%
+// for two), and per-operator sharding preferences of 0.5–4%.
 // Infeasible plans (check_plan) get Deb's violation score.
 inline Score fake_score(const SearchSpace& space, const Genes& g) {
   PlanCheck chk = space.check(g);
@@ -60,6 +61,7 @@ inline Score fake_score(const SearchSpace& space, const Genes& g) {
   double f = 1000 * std::exp(-0.08 * std::pow(log2i(d.tp) - 1, 2) - 0.05 * std::pow(log2i(d.attn_dp) - 1, 2) -
                              0.10 * log2i(d.pp) - 0.06 * std::pow(log2i(d.ep) - 2, 2) - 0.04 * log2i(d.etp));
   if (d.sp > 1) f *= 1.02;
+  f *= 1 + 0.01 * (p.redundant_experts > 0 && d.ep > 0 ? 1.0 / (1 + std::abs(p.redundant_experts / d.ep - 1)) : 0);
   for (int i = 0; i < kNumOps; ++i) {
     const Op op = static_cast<Op>(i);
     const auto& allowed = allowed_shards(op);

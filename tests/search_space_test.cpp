@@ -39,8 +39,9 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
   o.mapping = false;
   o.batching = false;
   SearchSpace s(m, *c, default_plan(m), o);
-  // Raw genomes: 4^3 factor genes × 4 etp splits × 2 sp × 2·3·2·3·3·3·2 sharding genes.
-  CHECK(s.raw_size() == doctest::Approx(64.0 * 4 * 2 * 648));
+  // Raw genomes: 4^3 factor genes × 4 etp splits × 2 sp × 3 redundant-expert values × 2·3·2·3·3·3·2
+  // sharding genes.
+  CHECK(s.raw_size() == doctest::Approx(64.0 * 4 * 2 * 3 * 648));
   std::map<std::string, Plan> by_key;
   std::set<std::string> plan_texts;
   long visited = 0;

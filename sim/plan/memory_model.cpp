@@ -56,7 +56,8 @@ LayerWeights layer_weights_per_gpu(const Plan& plan, const ModelSpec& m, bool mo
     return w;
   }
   double one = static_cast<double>(m.ffn_matrices) * h * static_cast<double>(m.expert_ffn);
-  double local_experts = std::ceil(static_cast<double>(m.experts) / std::max(d.ep, 1));
+  // Expert slots per EP rank: the routed experts plus the plan's redundant copies (EPLB).
+  double local_experts = std::ceil(static_cast<double>(m.experts + plan.redundant_experts) / std::max(d.ep, 1));
   w.routed_experts = local_experts * (split(one * up_frac, plan.shard(Op::ExpertUp), d.etp) +
                                       split(one * down_frac, plan.shard(Op::ExpertDown), d.etp));
   double shared = static_cast<double>(m.shared_experts) * m.ffn_matrices * h * static_cast<double>(m.shared_expert_ffn);

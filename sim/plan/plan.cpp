@@ -23,6 +23,7 @@ constexpr std::array<const char*, kNumOps> kOpNames = {"qkv",          "attn_out
                                                        "expert_down",  "shared_expert", "dense_up", "dense_down",
                                                        "embed",        "lm_head"};
 constexpr int kMaxDegree = 1 << 16;
+constexpr int kMaxRedundantExperts = 1 << 16;  // per EP group; check_plan bounds it by the model
 
 // Degrees as read: unset ones are resolved by resolve_degrees.
 struct PartialDegrees {
@@ -277,6 +278,8 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
     } else if (key == "cross_node_tp") {
       if (value != "0" && value != "1") throw InputError(src, key, "expected 0 or 1");
       plan.allow_cross_node_tp = value == "1";
+    } else if (key == "redundant_experts") {
+      plan.redundant_experts = value == "0" ? 0 : parse_positive_int(value, src, key, kMaxRedundantExperts);
     } else {
       bool found = false;
       for (int i = 0; i < kNumOps && !found; ++i)
@@ -287,7 +290,7 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
       if (!found)
         throw InputError(src, key,
                          std::string("unknown plan key (expected a degree dp/tp/pp/ep/etp/attn_dp/sp, weights/act/kv, an "
-                                     "operator such as qkv, mapping, cross_node_tp, or an engine setting: ") +
+                                     "operator such as qkv, mapping, cross_node_tp, redundant_experts, or an engine setting: ") +
                              engine_key_list() + ")");
     }
   }
@@ -336,6 +339,7 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
     d.finish();
   }
   plan.allow_cross_node_tp = root.boolean_or("allow_cross_node_tp", false);
+  plan.redundant_experts = static_cast<int>(root.integer_or("redundant_experts", 0, 0, kMaxRedundantExperts));
   root.finish();
   check_degree_products(partial, source);
   plan.deg = resolve_degrees(partial, gpus);
@@ -358,6 +362,7 @@ json plan_to_json(const Plan& p) {
                  {"activations", to_string(p.dtypes.activations)},
                  {"kv", to_string(p.dtypes.kv)}};
   j["allow_cross_node_tp"] = p.allow_cross_node_tp;
+  if (p.redundant_experts > 0) j["redundant_experts"] = p.redundant_experts;
   return j;
 }
 
@@ -383,6 +388,7 @@ std::string plan_to_string(const Plan& p) {
     add("mapping", m);
   }
   if (p.allow_cross_node_tp) add("cross_node_tp", "1");
+  if (p.redundant_experts > 0) add("redundant_experts", std::to_string(p.redundant_experts));
   std::string e = engine_to_string(p.engine);
   if (!e.empty()) s += "," + e;
   return s;

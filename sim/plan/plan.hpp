@@ -71,6 +71,10 @@ struct Plan {
   EngineSettings engine;                              // batch limits, KV budget, scheduler (sim/plan/engine.hpp)
   Dtypes dtypes;
   bool allow_cross_node_tp = false;                   // permit TP/ETP groups spanning NVLink domains
+  // Redundant experts (EPLB, sim/step/expert_layout.hpp): extra expert slots per EP group, a
+  // multiple of ep (each EP rank then holds (experts + N) / ep); hot experts are replicated on
+  // them from the routing's measured loads and their tokens split between the replicas.
+  int redundant_experts = 0;
 
   Plan();                                             // Megatron default sharding
   Shard shard(Op op) const { return sharding[static_cast<int>(op)]; }

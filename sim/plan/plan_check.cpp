@@ -57,6 +57,25 @@ std::string kv_pool_note(const Plan& plan, const MemoryReport& mem) {
 
 }  // namespace
 
+namespace {
+
+// Redundant experts: MoE with ep > 1, a multiple of ep, at most one extra copy of every expert.
+void check_redundant_experts(const Plan& plan, const ModelSpec& m, std::vector<Violation>& v) {
+  const int n = plan.redundant_experts, ep = plan.deg.ep;
+  if (n == 0) return;
+  const std::string field = "/redundant_experts";
+  if (!m.is_moe()) v.push_back({field, std::to_string(n) + " redundant experts but " + m.name + " has no experts"});
+  else if (ep == 1) v.push_back({field, "redundant experts need expert parallelism (ep > 1); ep = 1 holds every expert on every GPU"});
+  else if (n % ep != 0)
+    v.push_back({field, std::to_string(n) + " redundant slots are not a multiple of ep=" + std::to_string(ep) +
+                            " (every EP rank holds the same number of slots)"});
+  else if (n > m.experts)
+    v.push_back({field, std::to_string(n) + " redundant slots exceed the " + std::to_string(m.experts) +
+                            " routed experts (at most one extra copy of each)"});
+}
+
+}  // namespace
+
 PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluster) {
   PlanCheck r;
   auto& v = r.violations;
@@ -106,6 +125,7 @@ PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   } else if (d.ep != 1) {
     v.push_back({"/degrees/ep", "ep=" + s(d.ep) + " but " + m.name + " has no experts"});
   }
+  check_redundant_experts(plan, m, v);
   if (m.num_dense_layers() > 0 && m.dense_ffn > 0 &&
       (plan.shard(Op::DenseUp) != Shard::Replicate || plan.shard(Op::DenseDown) != Shard::Replicate)) {
     if (m.dense_ffn % d.tp != 0)

@@ -98,6 +98,9 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
   j["feasible"] = true;
   j["reasons"] = json::array();
   if (r.rejected_any) j["reasons"].push_back(r.note);
+  if (r.experts.redundant > 0)
+    j["expert_balance"] = {{"redundant_experts", r.experts.redundant}, {"rank_load_max_over_mean_before", r.experts.before},
+                           {"rank_load_max_over_mean_after", r.experts.after}, {"sample_tokens", r.experts.sample_tokens}};
   const auto& mem = r.memory;
   j["metrics"] = {{"requests", m.requests},
                   {"completed", m.completed},

@@ -84,11 +84,11 @@ class ReplicaSim {
  public:
   ReplicaSim(int replica, int key_replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
-             ServingResult& out)
+             const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
       : replica_(replica), key_replica_(key_replica), eng_(plan.engine),
-        lowering_(plan, model, cluster, routing, replica, folded(opt)),
+        lowering_(plan, model, cluster, routing, replica, folded(opt, experts)),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
-                      ? std::make_unique<Lowering>(plan, model, cluster, routing, replica)
+                      ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, false))
                       : nullptr),
         ex_(ex),
         opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
@@ -577,9 +577,10 @@ class ReplicaSim {
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
   }
 
-  static LoweringOptions folded(const ServingOptions& o) {
+  static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, bool fold = true) {
     LoweringOptions lo;
-    lo.fold_moe_layers = o.fold_moe_layers;
+    lo.fold_moe_layers = fold ? o.fold_moe_layers : 0;
+    lo.experts = experts;
     return lo;
   }
 
@@ -725,8 +726,13 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   }
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
   const std::vector<int> classes = options.shape_buckets_per_octave > 0 ? cost_classes(plan, cluster) : std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0);
+  const auto experts = expert_layout_for(plan, model, routing);  // once for every replica
+  if (experts->balanced())
+    out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
+                                experts->sample_tokens()};
   for (int rep = 0; rep < plan.deg.dp; ++rep) {
-    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, options, out.memory, out);
+    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, options, out.memory,
+                   experts, out);
     Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, options);
     sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
   }

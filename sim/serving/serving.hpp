@@ -132,6 +132,14 @@ struct SteadyWindow {
   double seconds() const { return end > start ? end - start : 0; }
 };
 
+// Redundant experts (EPLB): the EP ranks' load max/mean over the layout's measured sample, mean
+// over MoE layers, with contiguous placement and with the plan's layout (sim/step/expert_layout.hpp).
+struct ExpertBalance {
+  int redundant = 0;              // 0 = no redundant experts (the rest is unset)
+  double before = 1, after = 1;
+  long sample_tokens = 0;
+};
+
 struct ServingResult {
   std::vector<RequestResult> requests;
   double makespan = 0;            // last completion, seconds
@@ -140,6 +148,7 @@ struct ServingResult {
   ServingBreakdown breakdown;
   MemoryReport memory;
   std::vector<TimelineEvent> timeline;
+  ExpertBalance experts;
   bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)
   std::string note;               // e.g. why requests were rejected
 };

@@ -35,6 +35,16 @@ Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& clus
       if (moe_index_[static_cast<std::size_t>(x.layer)] >= 0) routed_.push_back(moe_index_[static_cast<std::size_t>(x.layer)]);
   std::sort(routed_.begin(), routed_.end());
   for (std::size_t i = 0; i < routed_.size(); ++i) route_slot_[static_cast<std::size_t>(routed_[i])] = static_cast<int>(i);
+  experts_ = options_.experts ? options_.experts : expert_layout_for(plan_, model_, routing_);
+}
+
+std::shared_ptr<const ExpertLayout> expert_layout_for(const Plan& plan, const ModelSpec& model, const RoutingSource* routing) {
+  if (plan.redundant_experts > 0 && model.is_moe() && routing != nullptr && plan.deg.ep > 1) {
+    auto layout = std::make_shared<ExpertLayout>(measure_expert_loads(*routing), plan.deg.ep, plan.redundant_experts);
+    layout->judge(measure_expert_loads(*routing, kHeldOutRequests));
+    return layout;
+  }
+  return std::make_shared<const ExpertLayout>(model.experts, plan.deg.ep);
 }
 
 std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int model_moe_layers) const {
@@ -177,7 +187,7 @@ class Builder {
 // Routing loads of one MoE layer for one stage's unit.
 struct LayerRouting {
   std::vector<double> dispatch;  // U×U token copies (row = source unit index), before etp fan-out
-  std::vector<double> expert_tokens;  // per routed expert
+  std::vector<double> slot_tokens;  // per expert slot (ExpertLayout)
 };
 
 }  // namespace
@@ -235,10 +245,11 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
   const int num_moe = m.num_moe_layers();
   const int nr = static_cast<int>(routed_.size());
   if (m.is_moe() && routing_ != nullptr && nr > 0) {
+    const ExpertLayout& ex = *experts_;
     routing.assign(static_cast<std::size_t>(nr), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0),
-                                                               std::vector<double>(static_cast<std::size_t>(m.experts), 0)});
+                                                               std::vector<double>(static_cast<std::size_t>(ex.slots()), 0)});
     const int k = m.top_k;
-    const int per_rank = std::max(1, m.experts / d.ep);
+    long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
     const bool every_layer = nr == num_moe;
     std::vector<ExpertId> ids;
     std::vector<int> dest;
@@ -251,15 +262,16 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         ids.resize(static_cast<std::size_t>(c) * nr * k);
         if (every_layer) routing_->route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
         else routing_->route_layers(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), routed_, ids);
-        for (int i = 0; i < c; ++i, ++token_index) {
+        for (int i = 0; i < c; ++i, ++token_index, ++step_token) {
           int src = a * tp + static_cast<int>(token_index % tp);
           for (int j = 0; j < nr; ++j) {
             const ExpertId* x = &ids[(static_cast<std::size_t>(i) * nr + j) * k];
             auto& L = routing[static_cast<std::size_t>(j)];
             dest.clear();
             for (int q = 0; q < k; ++q) {
-              L.expert_tokens[x[q]] += w;
-              int e = std::min(d.ep - 1, x[q] / per_rank);
+              const int slot = ex.slot_of(routed_[static_cast<std::size_t>(j)], x[q], step_token);
+              L.slot_tokens[static_cast<std::size_t>(slot)] += w;
+              int e = ex.rank_of_slot(slot);
               if (std::find(dest.begin(), dest.end(), e) == dest.end()) dest.push_back(e);
             }
             for (int e : dest)
@@ -450,16 +462,16 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
         for (int r : ranks) shared_end[static_cast<std::size_t>(r)] = b.current(r);
         b.restore(after);
       }
-      // Experts: each EP rank computes its local experts' real loads.
-      const int per_rank = std::max(1, m.experts / d.ep);
+      // Experts: each EP rank computes its local slots' real loads.
+      const int per_rank = experts_->slots_per_rank();
       const double expert_bytes = static_cast<double>(m.expert_params()) * wb;
       for (int e = 0; e < d.ep; ++e) {
         double tokens = 0, active = 0;
         if (!routing.empty()) {
           const auto& L = routing[static_cast<std::size_t>(j)];
-          for (int x = e * per_rank; x < (e + 1) * per_rank && x < m.experts; ++x) {
-            tokens += L.expert_tokens[static_cast<std::size_t>(x)];
-            active += L.expert_tokens[static_cast<std::size_t>(x)] > 0 ? 1 : 0;
+          for (int x = e * per_rank; x < (e + 1) * per_rank && x < experts_->slots(); ++x) {
+            tokens += L.slot_tokens[static_cast<std::size_t>(x)];
+            active += L.slot_tokens[static_cast<std::size_t>(x)] > 0 ? 1 : 0;
           }
         }
         if (tokens <= 0) continue;

@@ -10,7 +10,9 @@
 // Partial→Split reduce-scatter, Split→Full all-gather, Full→Split a free local slice.
 // MoE layers dispatch each token to the EP ranks of its experts (one copy per distinct rank, sent
 // to every expert-TP member), compute each rank's real expert load, reduce inside expert-TP, and
-// combine back; uneven routing makes uneven all-to-all matrices and uneven expert compute.
+// combine back; uneven routing makes uneven all-to-all matrices and uneven expert compute. Which
+// rank holds an expert (and which replica serves a token, with redundant experts) is the
+// ExpertLayout's (sim/step/expert_layout.hpp).
 // Routing cost control: at most `max_routed_tokens_per_seq` tokens of a sequence are routed per
 // step (a contiguous window), their loads scaled to the sequence's token count.
 // Folding (the fast scoring path): each stage lowers one dense layer standing for all its dense
@@ -23,10 +25,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_layout.hpp"
+#include "sim/step/expert_layout.hpp"
 #include "sim/step/step_program.hpp"
 
 namespace shardsim {
@@ -59,6 +63,9 @@ struct LoweringOptions {
   // stages (at least one each), and each stage's dense layers onto one; 0 lowers every layer.
   // Ignored when only_layers is set.
   int fold_moe_layers = 0;
+  // Where the experts live (EPLB); null = built by the Lowering (contiguous, or measured from the
+  // routing when the plan has redundant experts). serve() builds it once for all replicas.
+  std::shared_ptr<const ExpertLayout> experts;
 };
 
 // A lowered layer and how many model layers it stands for.
@@ -80,6 +87,7 @@ class Lowering {
   int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
   // The layers lowered in each stage (all of them, the only_layers, or the folded representatives).
   const std::vector<std::vector<LoweredLayer>>& lowered_layers() const { return lowered_; }
+  const ExpertLayout& experts() const { return *experts_; }
 
  private:
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
@@ -96,6 +104,11 @@ class Lowering {
   std::vector<std::vector<LoweredLayer>> lowered_;  // per stage
   std::vector<int> routed_;      // MoE layer indices routed (ascending)
   std::vector<int> route_slot_;  // MoE layer index → position in routed_, −1 when not routed
+  std::shared_ptr<const ExpertLayout> experts_;
 };
+
+// The plan's expert layout: contiguous, or EPLB from `routing`'s measured loads when the plan has
+// redundant experts (and the model is MoE with a routing source).
+std::shared_ptr<const ExpertLayout> expert_layout_for(const Plan& plan, const ModelSpec& model, const RoutingSource* routing);
 
 }  // namespace shardsim

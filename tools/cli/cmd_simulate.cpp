@@ -124,6 +124,10 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   if (d.ep > 1 && b.expert_time > 0)
     o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts, "
       << over_replicas(d.dp) << f(" (%.1f%% of its expert time)\n", 100 * b.expert_imbalance / b.expert_time);
+  if (r.experts.redundant > 0)
+    o << "EPLB           " << r.experts.redundant << " redundant expert slots (" << (L.model.experts + r.experts.redundant) / d.ep
+      << " per EP rank): measured EP-rank load max/mean " << f("%.2f", r.experts.before) << " → " << f("%.2f", r.experts.after)
+      << " (a held-out " << r.experts.sample_tokens << "-token sample, mean over MoE layers)\n";
   if (fr.tier != "analytic") {
     o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == "simgrid" ? " (stratified sample, representative layers)" : "")
       << ", " << fr.failed << " failed" << (fr.failed > 0 ? " (their strata use the nearest successful sample)" : "")
