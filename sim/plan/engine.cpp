@@ -96,6 +96,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int_in(v, source, field, 1, 4096));
   else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
+  else if (key == "two_batch_overlap") e.two_batch_overlap = parse_bool(v, source, field);
   else if (key == "launch_overhead_us") e.launch_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
   else if (key == "step_overhead_ms") e.step_overhead = parse_real_in(v, source, field, 0, 1e4) * 1e-3;
   else if (key == "seq_overhead_us") e.seq_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
@@ -110,7 +111,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "prefill_chunk",   "max_output",       "kv_free_fraction", "mem_util",
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
-                                 "seq_overhead_us", "runtime_reserve_gb"};
+                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -141,7 +142,8 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"launch_overhead_us", num(e.launch_overhead * 1e6)},
           {"step_overhead_ms", num(e.step_overhead * 1e3)},
           {"seq_overhead_us", num(e.seq_overhead * 1e6)},
-          {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)}};
+          {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)},
+          {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"}};
 }
 
 }  // namespace
@@ -210,6 +212,7 @@ json engine_to_json(const EngineSettings& e) {
   for (const auto& [k, v] : items(e)) {
     if (k == "policy" || k == "preemption") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
+    else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
     else if (v.find_first_of(".e") == std::string::npos) j[k] = std::stoll(v);
     else j[k] = std::stod(v);
   }

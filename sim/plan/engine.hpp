@@ -46,6 +46,9 @@ struct EngineSettings {
   int kv_block = 16;             // tokens per KV block (OnDemand allocates whole blocks)
   double swap_bw = 25e9;         // Swap: host↔GPU bytes/s per GPU (PCIe 5 x16 achieved)
   bool cuda_graphs = true;       // off: every kernel is launched by the host (see launch_overhead)
+  // Two-batch overlap (SGLang --enable-two-batch-overlap, DeepSeek): with EP, each step runs as
+  // two micro-batches whose all-to-alls overlap each other's compute (sim/step/micro_batches.hpp).
+  bool two_batch_overlap = false;
   double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
   double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
   double seq_overhead = 2e-6;    // host seconds per sequence in the iteration

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "sim/plan/memory_model.hpp"
+#include "sim/step/micro_batches.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"
@@ -199,6 +200,21 @@ StepProgram Lowering::lower(const ReplicaBatch& batch) const {
 }
 
 void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
+  // Two-batch overlap: each half lowered on its own, the programs interleaved (micro_batches.hpp).
+  if (plan_.engine.two_batch_overlap && plan_.deg.ep > 1 && model_.is_moe()) {
+    ReplicaBatch first, second;
+    if (split_micro_batches(batch, first, second)) {
+      StepProgram a, b;
+      lower_whole(first, a);
+      lower_whole(second, b);
+      interleave_micro_batches(a, b, prog);
+      return;
+    }
+  }
+  lower_whole(batch, prog);
+}
+
+void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
   const ModelSpec& m = model_;
   const Degrees& d = plan_.deg;
   const int U = d.unit(), tp = d.tp, A = d.attn_dp;

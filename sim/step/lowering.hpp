@@ -90,6 +90,7 @@ class Lowering {
   const ExpertLayout& experts() const { return *experts_; }
 
  private:
+  void lower_whole(const ReplicaBatch& batch, StepProgram& out) const;  // one micro-batch
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
 
   Plan plan_;
