@@ -524,6 +524,8 @@ void add_search_command(CLI::App& app) {
       "given must match it (--threads, --workers, --quiet, --policy-out may change). A new search into an\n"
       "existing --out replaces that study's files (journal included).");
   add_sim_options(cmd, opt->in);
+  // --objective max-rate draws its own rates: --arrivals applies there without --rate.
+  cmd->get_option("--arrivals")->remove_needs(cmd->get_option("--rate"));
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full (see 'shardsim simulate --help')")->capture_default_str();
   cmd->add_option("--objective", opt->objective,
                   "throughput (output tok/s, offline replay) | goodput (req/s within --slo) | throughput-tpot (output tok/s, "

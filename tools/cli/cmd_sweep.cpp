@@ -199,8 +199,6 @@ bool write_outputs(const SweepOptions& opt, const json& j, const std::vector<Loa
 }
 
 void check_options(const SweepOptions& opt) {
-  if (opt.in.offline || opt.in.rate > 0 || opt.in.concurrency > 0)
-    throw InputError("--rate/--concurrency/--offline", "", "sweep sets the load itself: use --rates or --clients");
   if (!opt.rates.empty() && !opt.clients.empty())
     throw InputError("--rates", opt.rates, "give either --rates (open loop) or --clients (closed loop), not both");
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid")
@@ -287,7 +285,7 @@ void add_sweep_command(CLI::App& app) {
       "  shardsim sweep --model deepseek-v3 --cluster dgx-h100:8 --plan tp=8,ep=8,dp=8 --rates 2,4,8,16 \\\n"
       "                 --slo ttft=2000,tpot=80 --goal attain=0.9 --out sweep-ds\n"
       "  shardsim sweep --model llama3-70b --cluster dgx-h100:1 --plan tp=4,dp=2 --clients 1,4,16,64,256");
-  add_sim_options(cmd, opt->in);
+  add_sim_options(cmd, opt->in, false);  // the sweep sets the load: no --rate, --concurrency, --offline
   cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact string or 'megatron'")->capture_default_str();
   cmd->add_option("--rates", opt->rates, "open loop: request rates (req/s) to offer, comma-separated, or auto "
                                          "(--points rates up to 1.2× the plan's offline capacity; the default)");

@@ -8,23 +8,14 @@
 
 namespace shardsim::cli {
 
-void add_sim_options(CLI::App* cmd, SimInputs& in) {
-  cmd->add_option("--model,-m", in.model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
-  cmd->add_option("--cluster,-c", in.cluster, "cluster shorthand (dgx-h100:N, …) or cluster JSON")->capture_default_str();
-  cmd->add_option("--trace,-t", in.trace, "request trace: azure-conv, a CSV/JSONL path, or synthetic:…")
-      ->capture_default_str();
-  cmd->add_option("--requests,-n", in.requests, "use the first N requests of the trace")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10'000'000));
+namespace {
+
+// --offline, --rate, --concurrency, --think-time and how they combine.
+void add_load_options(CLI::App* cmd, SimInputs& in, CLI::Option* arrivals) {
   auto* offline = cmd->add_flag("--offline", in.offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)");
   auto* rate = cmd->add_option("--rate", in.rate,
                                "open loop: offer the trace's requests at R requests/s (lengths from the trace; docs/load.md)")
                    ->check(CLI::Range(1e-9, 1e9));
-  cmd->add_option("--arrivals", in.arrivals,
-                  "with --rate: poisson (exponential gaps from --seed) | trace (the trace's own gaps, rescaled)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"poisson", "trace"}))
-      ->needs(rate);
   auto* conc = cmd->add_option("--concurrency", in.concurrency,
                                "closed loop: N clients, each sends its next request when its previous one finished")
                    ->check(CLI::Range(1, 10'000'000));
@@ -32,8 +23,26 @@ void add_sim_options(CLI::App* cmd, SimInputs& in) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e9))
       ->needs(conc);
+  arrivals->needs(rate);
   offline->excludes(rate)->excludes(conc);
   rate->excludes(conc);
+}
+
+}  // namespace
+
+void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options) {
+  cmd->add_option("--model,-m", in.model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
+  cmd->add_option("--cluster,-c", in.cluster, "cluster shorthand (dgx-h100:N, …) or cluster JSON")->capture_default_str();
+  cmd->add_option("--trace,-t", in.trace, "request trace: azure-conv, a CSV/JSONL path, or synthetic:…")
+      ->capture_default_str();
+  cmd->add_option("--requests,-n", in.requests, "use the first N requests of the trace")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10'000'000));
+  auto* arrivals = cmd->add_option("--arrivals", in.arrivals,
+                                   "open-loop rates: poisson (exponential gaps from --seed) | trace (the trace's own gaps, rescaled)")
+                       ->capture_default_str()
+                       ->check(CLI::IsMember({"poisson", "trace"}));
+  if (load_options) add_load_options(cmd, in, arrivals);
   cmd->add_option("--routing,-r", in.routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…")
       ->capture_default_str();
   cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();

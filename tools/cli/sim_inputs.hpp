@@ -37,8 +37,9 @@ struct SimInputs {
 };
 
 // Registers --model --cluster --trace --requests --offline --rate --arrivals --concurrency
-// --think-time --routing --slo --seed --exact on `cmd`.
-void add_sim_options(CLI::App* cmd, SimInputs& in);
+// --think-time --routing --slo --seed --exact on `cmd`. `load_options` false: the command sets
+// the load itself (sweep), so only --arrivals is registered of the load options.
+void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options = true);
 
 // How requests arrive, in words ("Poisson at 4 req/s") and as the result JSON's inputs.load.
 std::string describe_load(const SimInputs& in);
