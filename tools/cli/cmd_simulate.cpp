@@ -16,7 +16,6 @@
 #include "sim/simgrid/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
 #include "sim/serving/metrics.hpp"
-#include "sim/plan/plan_check.hpp"
 #include "sim/serving/result_json.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "tools/cli/commands.hpp"
@@ -157,11 +156,7 @@ void run(const SimulateOptions& opt) {
   if (opt.fidelity != "analytic")
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
-  Plan plan = load_plan(opt.plan, L.model, *L.cluster);
-  PlanCheck chk = check_plan(plan, L.model, *L.cluster);
-  if (!chk.feasible())
-    throw InputError(opt.plan, chk.violations.front().field,
-                     "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  Plan plan = load_feasible_plan(opt.plan, L);
   ServingOptions so = L.serving;
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
   std::unique_ptr<SimgridRunner> runner;

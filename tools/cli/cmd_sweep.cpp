@@ -19,7 +19,6 @@
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/study_dir.hpp"
-#include "sim/plan/plan_check.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/fidelity.hpp"
@@ -212,11 +211,7 @@ void run(const SweepOptions& opt) {
   if (opt.fidelity != "analytic")
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
-  Plan plan = load_plan(opt.plan, L.model, *L.cluster);
-  PlanCheck chk = check_plan(plan, L.model, *L.cluster);
-  if (!chk.feasible())
-    throw InputError(opt.plan, chk.violations.front().field,
-                     "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  Plan plan = load_feasible_plan(opt.plan, L);
   const SloGoal goal = parse_slo_goal(opt.goal, L.serving.slo_ttft, L.serving.slo_tpot, "--goal");
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/input_error.hpp"
+#include "sim/plan/plan_check.hpp"
 
 namespace shardsim::cli {
 
@@ -126,6 +127,15 @@ LoadedInputs load_inputs(const SimInputs& in) {
     out.routing = make_routing(out.routing_spec, out.model.routing_shape());
   }
   return out;
+}
+
+Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in) {
+  Plan plan = load_plan(spec, in.model, *in.cluster);
+  PlanCheck chk = check_plan(plan, in.model, *in.cluster);
+  if (!chk.feasible())
+    throw InputError(spec, chk.violations.front().field,
+                     "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  return plan;
 }
 
 }  // namespace shardsim::cli

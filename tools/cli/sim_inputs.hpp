@@ -60,6 +60,9 @@ struct LoadedInputs {
 };
 
 LoadedInputs load_inputs(const SimInputs& in);
+// The plan `spec` (file, compact string or "megatron") for the loaded model and cluster; an
+// infeasible one is refused with its first violation (InputError(spec, field, …)).
+Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in);
 // `spec` with ",seed=S" added when it is synthetic and names no seed.
 std::string with_seed(const std::string& spec, unsigned long long seed);
 
