@@ -1,10 +1,14 @@
-# tools/deps.sh — sourced by tools/demo, tools/test and tools/bench: installs the Debian 12 packages
-# shardsim needs (only the missing ones; `apt-get update` once) and builds into ./build.
+# tools/deps.sh — sourced by tools/demo, tools/test, tools/test-sanitized, tools/fuzz and tools/bench:
+# installs the Debian 12 packages shardsim needs (only the missing ones; `apt-get update` once) and
+# builds into ./build. FUZZ_DEPS (clang-14, its libFuzzer/sanitizer runtime — only *recommended* by
+# clang-14 — and llvm-symbolizer) are installed by `shardsim_install_deps fuzz` (tools/test, tools/fuzz).
 DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox"
+FUZZ_DEPS="clang-14 libclang-rt-14-dev llvm-14"
 
 shardsim_install_deps() {
-  local missing=""
-  for p in $DEPS; do
+  local missing="" wanted="$DEPS"
+  [ "${1:-}" = fuzz ] && wanted="$DEPS $FUZZ_DEPS"
+  for p in $wanted; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
   done
   if [ -n "$missing" ]; then
