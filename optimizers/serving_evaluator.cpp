@@ -74,8 +74,7 @@ void add_faults(EvalFaults& total, const FidelityReport& report) {
 using RunFn = std::function<ServingResult(const RequestTrace&, const ServingOptions&, Metrics&)>;
 
 Score max_rate(const EvaluatorInputs& in, const ServingResult& r, const Metrics& m, const ServingOptions& so, const RunFn& run) {
-  double capacity = m.makespan_s > 0 ? m.completed / m.makespan_s : 1.0;
-  if (r.steady.trusted && r.steady.seconds() > 0) capacity = r.steady.completions / r.steady.seconds();
+  const double capacity = saturated_request_rate(r, m);
   ServingOptions open = so;
   open.offline = false;
   auto score = [&](double rate) {

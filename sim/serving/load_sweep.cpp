@@ -51,6 +51,11 @@ SloGoal parse_slo_goal(const std::string& text, double ttft_s, double tpot_s, co
   throw InputError(source, "--goal", "expected p50, p90, p99 or attain=F with 0 < F ≤ 1, got \"" + text + "\"");
 }
 
+double saturated_request_rate(const ServingResult& r, const Metrics& m) {
+  if (r.steady.trusted && r.steady.seconds() > 0) return r.steady.completions / r.steady.seconds();
+  return m.makespan_s > 0 ? m.completed / m.makespan_s : 1.0;
+}
+
 std::vector<LoadPoint> sweep_loads(const std::vector<double>& loads, const LoadScorer& score, const SloGoal& goal,
                                    int threads) {
   std::vector<LoadPoint> out(loads.size());

@@ -33,6 +33,11 @@ struct SloGoal {
 // "p50" | "p90" | "p99" | "attain=F" (0 < F ≤ 1); InputError(source, "--goal", …) otherwise.
 SloGoal parse_slo_goal(const std::string& text, double ttft_s, double tpot_s, const std::string& source);
 
+// Requests per second a run served at saturation: completions per second in its steady window
+// when that window is trusted, else over its makespan (drain included, so lower). Applied to an
+// offline run, the scale of a capacity search.
+double saturated_request_rate(const ServingResult& r, const Metrics& m);
+
 struct LoadPoint {
   double load = 0;
   Metrics metrics;

@@ -93,10 +93,7 @@ double offline_capacity(const Scorer& s) {
   FidelityReport fr;
   ServingResult r = serve_at_fidelity("analytic", s.plan, s.L.model, *s.L.cluster, s.opt.in.cluster, s.L.trace,
                                       s.L.routing.get(), so, nullptr, fr);
-  Metrics m = summarize(r, so, s.L.cluster->num_gpus());
-  // Saturated: completions per second in the steady window; else over the makespan (drain included).
-  if (r.steady.trusted && r.steady.seconds() > 0) return r.steady.completions / r.steady.seconds();
-  return m.makespan_s > 0 ? m.completed / m.makespan_s : 1.0;
+  return saturated_request_rate(r, summarize(r, so, s.L.cluster->num_gpus()));
 }
 
 // The loads to sweep: the user's, or automatic (rates: `points` evenly up to 1.2× the offline
