@@ -13,7 +13,9 @@
 #include "sim/step/analytic_executor.hpp"
 #include "sim/step/collective_cost.hpp"
 #include "sim/step/lowering.hpp"
+#include "sim/plan/memory_model.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/serving/kv_transfer.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "sim/simgrid/simgrid_platform.hpp"
 #include "topologies/cluster.hpp"
@@ -313,4 +315,61 @@ TEST_CASE("simgrid: malformed programs are refused before anything runs") {
   CHECK_THROWS_AS(s.run(d), std::invalid_argument);
   // The executor is still usable afterwards.
   CHECK(s.run(one_collective({0, 1}, CollKind::AllReduce, 1e6)).makespan > 0);
+}
+
+TEST_CASE("simgrid: release times hold operations back as in the analytic executor") {
+  // Two sends out of GPU 0 to two nodes: the second is released after the first has ended, a
+  // third (to node 1 again) is released while the second still runs and queues behind it.
+  const Cluster& c = cluster("dgx-h100:3");
+  StepProgram p;
+  p.rank_gpu = {0, 8, 16};
+  auto send = [&](int to, double bytes, double at) {
+    StepOp op;
+    op.type = OpType::Send;
+    op.cls = OpClass::PipelineP2p;
+    op.rank = 0;
+    op.peer = to;
+    op.bytes = bytes;
+    op.not_before = at;
+    return p.add(op, {});
+  };
+  send(1, 50e6, 0.010);
+  send(2, 50e6, 0.050);
+  send(1, 50e6, 0.0505);
+  AnalyticExecutor a(c);
+  SimgridExecutor s(c);
+  std::vector<TimelineEvent> ta;
+  a.run(p, &ta);
+  s.run(p);
+  const std::vector<double>& ends = s.last_op_ends();
+  REQUIRE(ends.size() == 3);
+  const double alone = a.op_time(p, p.ops[0]);
+  REQUIRE(alone > 1e-3);  // 50 MB over a 400 Gb/s NIC: about a millisecond
+  CHECK(ta[0].start == doctest::Approx(0.010));
+  CHECK(ends[0] == doctest::Approx(0.010 + alone).epsilon(0.02));
+  CHECK(ends[1] == doctest::Approx(0.050 + alone).epsilon(0.02));
+  CHECK(ends[2] == doctest::Approx(0.050 + 2 * alone).epsilon(0.02));  // queued on GPU 0's stream
+  CHECK(ta[4].start == doctest::Approx(0.050 + alone));
+}
+
+TEST_CASE("simgrid: KV transfers between pools share an oversubscribed spine, the analytic timer does not see it") {
+  // Prefill pool on the first scalable unit (nodes 0–3), decode pool on the second (nodes 4–7):
+  // four hand-overs at once, each 8 GPU-to-GPU flows, all 32 across the 2:1 oversubscribed spine.
+  const Cluster& c = cluster("dgx-h100:8,oversub=2,radix=8");
+  const ModelSpec m = load_model("mixtral-8x7b");
+  const Plan p = plan_from_string("prefill:tp=8,dp=4/decode:tp=8,dp=4", c.num_gpus(), plan_defaults(m));
+  std::vector<KvHandoff> hs;
+  for (int i = 0; i < 4; ++i) hs.push_back(KvHandoff{i, i, i, 0, 8000, 0.001});
+  KvTransferProgram t = kv_transfer_program(p, plan_memory(p.decode(), m, c), hs);
+  REQUIRE(t.program.ops.size() == 32);
+  const std::vector<double> analytic = handoff_arrivals(t, analytic_transfer_timer(c)(t.program), hs.size());
+  SimgridExecutor s(c);
+  s.run(t.program);
+  const std::vector<double> simgrid = handoff_arrivals(t, s.last_op_ends(), hs.size());
+  AnalyticExecutor a(c);
+  const double alone = a.op_time(t.program, t.program.ops[0]);
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    CHECK(analytic[i] == doctest::Approx(0.001 + alone));  // distinct GPUs: nothing queues
+    CHECK(simgrid[i] - 0.001 > 1.5 * alone);                // half the spine for every flow
+  }
 }

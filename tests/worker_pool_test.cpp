@@ -106,7 +106,7 @@ void check_same(const StepProgram& a, const StepProgram& b) {
     const bool same = x.type == y.type && x.cls == y.cls && x.layer == y.layer && x.stage == y.stage &&
                       x.rank == y.rank && same_bits(x.flops, y.flops) && same_bits(x.hbm_bytes, y.hbm_bytes) &&
                       x.math == y.math && x.group == y.group && x.coll == y.coll && x.algo == y.algo &&
-                      same_bits(x.bytes, y.bytes) && x.matrix == y.matrix && x.peer == y.peer &&
+                      same_bits(x.bytes, y.bytes) && x.matrix == y.matrix && x.peer == y.peer && same_bits(x.not_before, y.not_before) &&
                       x.dep_begin == y.dep_begin && x.dep_end == y.dep_end;
     if (!same) ++mismatches;
   }
@@ -182,6 +182,7 @@ StepProgram odd_program() {
   send.rank = 0;
   send.peer = 3;
   send.bytes = 12345.678;
+  send.not_before = 0.125;
   p.add(send, {a, b});
   return p;
 }
@@ -535,7 +536,7 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
 
   // A huge count is refused before anything is allocated.
   WireWriter w;
-  w.header("SPRG", 2);
+  w.header("SPRG", 3);
   w.u32(0xffffffffu);
   CHECK_THROWS_WITH_AS(decode_program(w.take()), doctest::Contains("count 4294967295"), WireError);
 
@@ -552,4 +553,7 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
   p = odd_program();
   p.ops[1].matrix = -3;
   CHECK_THROWS_WITH_AS(decode_program(encode(p)), doctest::Contains("all-to-all matrix index -3"), WireError);
+  p = odd_program();
+  p.ops[0].not_before = -1;
+  CHECK_THROWS_WITH_AS(decode_program(encode(p)), doctest::Contains("release time"), WireError);
 }

@@ -235,7 +235,9 @@ PlanDefaults plan_defaults(const ModelSpec& model) {
   return d;
 }
 
-Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults) {
+namespace {
+
+Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& defaults) {
   Plan plan;
   plan.name = text;
   plan.dtypes = defaults.dtypes;
@@ -299,8 +301,29 @@ Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& def
   return plan;
 }
 
-Plan plan_from_json(const json& j, const std::string& source, int gpus, const PlanDefaults& defaults) {
-  JsonObject root(j, source);
+// The decode pool's dp default: the GPUs the prefill pool leaves (at least one replica).
+int gpus_left(int gpus, const Plan& prefill) { return std::max(0, gpus - prefill.deg.gpus()); }
+
+}  // namespace
+
+Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults) {
+  static const std::string kPrefill = "prefill:", kDecode = "/decode:";
+  const std::size_t cut = text.find(kDecode);
+  const bool prefixed = text.rfind(kPrefill, 0) == 0;
+  if (!prefixed && cut == std::string::npos) return pool_from_string(text, gpus, defaults);
+  if (!prefixed) throw InputError(text, "prefill", "a disaggregated plan starts with \"prefill:<plan>\" before \"/decode:<plan>\"");
+  if (cut == std::string::npos)
+    throw InputError(text, "decode", "a disaggregated plan needs \"/decode:<plan>\" after its prefill pool");
+  Plan prefill = pool_from_string(text.substr(kPrefill.size(), cut - kPrefill.size()), 0, defaults);
+  Plan decode = pool_from_string(text.substr(cut + kDecode.size()), gpus_left(gpus, prefill), defaults);
+  Plan plan = disaggregated_plan(std::move(prefill), std::move(decode));
+  plan.name = text;
+  return plan;
+}
+
+namespace {
+
+Plan pool_from_json(JsonObject& root, const std::string& source, int gpus, const PlanDefaults& defaults) {
   Plan plan;
   plan.name = root.string_or("name", std::filesystem::path(source).filename().string());
   plan.dtypes = defaults.dtypes;
@@ -346,7 +369,50 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
   return plan;
 }
 
+}  // namespace
+
+Plan plan_from_json(const json& j, const std::string& source, int gpus, const PlanDefaults& defaults) {
+  JsonObject root(j, source);
+  if (!root.has("prefill") && !root.has("decode")) return pool_from_json(root, source, gpus, defaults);
+  if (!root.has("prefill")) root.fail("prefill", "missing: a plan with a \"decode\" pool needs a \"prefill\" pool too");
+  if (!root.has("decode")) root.fail("decode", "missing: a plan with a \"prefill\" pool needs a \"decode\" pool too");
+  const std::string name = root.string_or("name", std::filesystem::path(source).filename().string());
+  JsonObject p = root.object("prefill");
+  Plan prefill = pool_from_json(p, source, 0, defaults);
+  JsonObject d = root.object("decode");
+  Plan decode = pool_from_json(d, source, gpus_left(gpus, prefill), defaults);
+  root.finish();
+  Plan plan = disaggregated_plan(std::move(prefill), std::move(decode));
+  plan.name = name;
+  return plan;
+}
+
+Plan Plan::prefill() const {
+  Plan p = *this;
+  p.decode_pool.clear();
+  return p;
+}
+
+Plan disaggregated_plan(Plan prefill, Plan decode) {
+  prefill.decode_pool.clear();
+  prefill.first_gpu = 0;
+  decode.decode_pool.clear();
+  decode.first_gpu = prefill.deg.gpus();
+  decode.name.clear();  // the plan's name is the prefill pool's (the whole plan's)
+  prefill.decode_pool.push_back(std::move(decode));
+  return prefill;
+}
+
 json plan_to_json(const Plan& p) {
+  if (p.disaggregated()) {
+    json j;
+    j["name"] = p.name;
+    j["prefill"] = plan_to_json(p.prefill());
+    j["decode"] = plan_to_json(p.decode());
+    j["prefill"].erase("name");
+    j["decode"].erase("name");
+    return j;
+  }
   json j;
   j["name"] = p.name;
   j["degrees"] = {{"dp", p.deg.dp}, {"tp", p.deg.tp},   {"pp", p.deg.pp}, {"ep", p.deg.ep},
@@ -367,6 +433,7 @@ json plan_to_json(const Plan& p) {
 }
 
 std::string plan_to_string(const Plan& p) {
+  if (p.disaggregated()) return "prefill:" + plan_to_string(p.prefill()) + "/decode:" + plan_to_string(p.decode());
   std::string s;
   auto add = [&](const std::string& k, const std::string& v) { s += (s.empty() ? "" : ",") + k + "=" + v; };
   add("dp", std::to_string(p.deg.dp));

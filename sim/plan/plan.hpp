@@ -75,11 +75,27 @@ struct Plan {
   // multiple of ep (each EP rank then holds (experts + N) / ep); hot experts are replicated on
   // them from the routing's measured loads and their tokens split between the replicas.
   int redundant_experts = 0;
+  // The cluster GPU of this plan's rank 0: 0, except for the decode pool of a disaggregated plan,
+  // which starts after the prefill pool's GPUs.
+  int first_gpu = 0;
+  // Prefill/decode disaggregation (sim/serving/disaggregated.hpp): empty for a colocated plan;
+  // otherwise this plan is the prefill pool and decode_pool[0] the decode pool, each with its own
+  // degrees, engine, dtypes and experts, on GPUs [0, P) and [P, P + D) with P = deg.gpus().
+  std::vector<Plan> decode_pool;
 
   Plan();                                             // Megatron default sharding
   Shard shard(Op op) const { return sharding[static_cast<int>(op)]; }
+  bool disaggregated() const { return !decode_pool.empty(); }
+  const Plan& decode() const { return decode_pool.front(); }
+  // The prefill pool alone (this plan without its decode pool).
+  Plan prefill() const;
+  // GPUs of the whole plan: both pools when disaggregated.
+  int total_gpus() const { return deg.gpus() + (disaggregated() ? decode().deg.gpus() : 0); }
   bool operator==(const Plan&) const = default;
 };
+
+// A disaggregated plan of two pools; places the decode pool after the prefill pool's GPUs.
+Plan disaggregated_plan(Plan prefill, Plan decode);
 
 // What a plan takes from the model when the user does not say.
 struct PlanDefaults {
@@ -94,10 +110,12 @@ Plan default_plan(const ModelSpec& model);
 // FP8 activations (W8A8) with native FP8 weights.
 Dtypes default_dtypes(const ModelSpec& model);
 
-// Parses the compact string. `gpus` resolves dp (and ep/etp); `defaults` fills unset dtypes and
+// Parses the compact string. A disaggregated plan is written "prefill:<plan>/decode:<plan>": the
+// prefill pool's dp defaults to 1, the decode pool's to the GPUs left over. `gpus` resolves dp (and ep/etp); `defaults` fills unset dtypes and
 // max_context. Throws InputError(source = the string, field = the key, reason).
 Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults);
-// Reads a plan JSON object (docs/plan-format.md); same defaulting rules.
+// Reads a plan JSON object (docs/plan-format.md); same defaulting rules. A disaggregated plan is
+// {"name": …, "prefill": {plan}, "decode": {plan}}.
 Plan plan_from_json(const json& j, const std::string& source, int gpus, const PlanDefaults& defaults);
 json plan_to_json(const Plan& p);
 // The compact string of a plan (degrees ≠ 1 and non-default choices), e.g. "dp=2,tp=4,ep=4".

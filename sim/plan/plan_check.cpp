@@ -74,19 +74,23 @@ void check_redundant_experts(const Plan& plan, const ModelSpec& m, std::vector<V
                             " routed experts (at most one extra copy of each)"});
 }
 
-}  // namespace
-
-PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluster) {
+// Checks one pool: a colocated plan, or one pool of a disaggregated plan (which must hold
+// `gpus` GPUs from its first_gpu on).
+PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluster, int gpus) {
   PlanCheck r;
   auto& v = r.violations;
   const Degrees& d = plan.deg;
-  const int gpus = cluster.num_gpus();
   auto s = [](auto x) { return std::to_string(x); };
 
   bool degrees_ok = true;
   if (d.gpus() != gpus) {
     v.push_back({"/degrees", "dp×pp×tp×attn_dp = " + s(d.dp) + "×" + s(d.pp) + "×" + s(d.tp) + "×" + s(d.attn_dp) +
                                  " = " + s(d.gpus()) + " GPUs, but the cluster has " + s(gpus)});
+    degrees_ok = false;
+  } else if (plan.first_gpu + d.gpus() > cluster.num_gpus()) {
+    v.push_back({"/degrees", "GPUs " + s(plan.first_gpu) + ".." + s(plan.first_gpu + d.gpus() - 1) +
+                                 " (after the prefill pool's " + s(plan.first_gpu) + ") exceed the cluster's " +
+                                 s(cluster.num_gpus())});
     degrees_ok = false;
   }
   if (d.ep * d.etp != d.unit()) {
@@ -168,6 +172,34 @@ PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluste
                         s(static_cast<long long>(mem.kv_capacity_tokens)) + " tokens per attention group)");
     r.notes.push_back(kv_pool_note(plan, mem));
   }
+  return r;
+}
+
+// Adds a pool's violations (fields under /prefill or /decode) and notes ("prefill pool: …").
+void merge_pool(PlanCheck& into, const PlanCheck& pool, const std::string& name) {
+  for (const auto& x : pool.violations) into.violations.push_back({"/" + name + x.field, x.reason});
+  for (const auto& n : pool.notes) into.notes.push_back(name + " pool: " + n);
+}
+
+}  // namespace
+
+PlanCheck check_plan(const Plan& plan, const ModelSpec& m, const Cluster& cluster) {
+  if (!plan.disaggregated()) return check_pool(plan, m, cluster, cluster.num_gpus());
+  const Plan prefill = plan.prefill();
+  const Plan& decode = plan.decode();
+  PlanCheck r;
+  const int total = plan.total_gpus(), n = cluster.num_gpus();
+  if (total != n)
+    r.violations.push_back({"/decode/degrees", "the prefill pool's " + std::to_string(prefill.deg.gpus()) + " GPUs and the decode pool's " +
+                                                   std::to_string(decode.deg.gpus()) + " make " + std::to_string(total) +
+                                                   ", but the cluster has " + std::to_string(n)});
+  PlanCheck p = check_pool(prefill, m, cluster, prefill.deg.gpus());
+  PlanCheck d = check_pool(decode, m, cluster, decode.deg.gpus());
+  merge_pool(r, p, "prefill");
+  merge_pool(r, d, "decode");
+  r.memory = d.memory;  // the pool whose KV capacity limits the batch
+  r.memory_valid = d.memory_valid;
+  r.pool_memory = {p.memory, d.memory};
   return r;
 }
 

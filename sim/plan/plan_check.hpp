@@ -4,7 +4,8 @@
 // concerns and a reason a user can act on: product of degrees vs GPU count, the MoE folding
 // rule ep × etp = tp × attn_dp, divisibility of heads / kv heads / experts / FFN widths,
 // FP8 block alignment, layers per stage, TP/ETP inside an NVLink domain, batching limits, and
-// memory (sim/memory_model). Notes are facts worth knowing that do not make a plan invalid.
+// memory (sim/memory_model); for a disaggregated plan, each pool (fields under /prefill and
+// /decode) and that the two pools fill the cluster. Notes are facts worth knowing that do not make a plan invalid.
 // Thread-safety: pure function.
 #pragma once
 
@@ -24,8 +25,9 @@ struct Violation {
 struct PlanCheck {
   std::vector<Violation> violations;
   std::vector<std::string> notes;
-  MemoryReport memory;            // computed when the degrees are consistent
+  MemoryReport memory;            // computed when the degrees are consistent (disaggregated: the decode pool's)
   bool memory_valid = false;
+  std::vector<MemoryReport> pool_memory;  // disaggregated: {prefill, decode}; empty otherwise
   bool feasible() const { return violations.empty(); }
 };
 

@@ -51,7 +51,7 @@ static int& field_of(RankCoord& c, MapDim m) {
   return c.tp;
 }
 
-PlanLayout::PlanLayout(const Plan& plan) : deg_(plan.deg), order_(plan.mapping) {
+PlanLayout::PlanLayout(const Plan& plan) : deg_(plan.deg), order_(plan.mapping), first_(plan.first_gpu) {
   int s = 1;
   for (MapDim m : order_) {
     stride_[static_cast<int>(m)] = s;
@@ -60,12 +60,13 @@ PlanLayout::PlanLayout(const Plan& plan) : deg_(plan.deg), order_(plan.mapping) 
 }
 
 int PlanLayout::gpu(const RankCoord& c) const {
-  return c.tp * stride_[static_cast<int>(MapDim::Tp)] + c.attn_dp * stride_[static_cast<int>(MapDim::AttnDp)] +
+  return first_ + c.tp * stride_[static_cast<int>(MapDim::Tp)] + c.attn_dp * stride_[static_cast<int>(MapDim::AttnDp)] +
          c.pp * stride_[static_cast<int>(MapDim::Pp)] + c.dp * stride_[static_cast<int>(MapDim::Dp)];
 }
 
 RankCoord PlanLayout::coord(int g) const {
   RankCoord c;
+  g -= first_;
   for (MapDim m : order_) {
     int n = size_of(deg_, m);
     field_of(c, m) = g % n;

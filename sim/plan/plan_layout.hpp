@@ -33,7 +33,8 @@ class PlanLayout {
  public:
   explicit PlanLayout(const Plan& plan);
 
-  // GPU id of a coordinate; coordinate of a GPU id (requires gpu < degrees.gpus()).
+  // GPU id of a coordinate; coordinate of a GPU id (requires first_gpu ≤ gpu < first_gpu + degrees.gpus()).
+  // GPU ids are the cluster's: a plan's ranks start at Plan::first_gpu.
   int gpu(const RankCoord& c) const;
   RankCoord coord(int gpu) const;
   int unit_index(const RankCoord& c) const { return c.tp + deg_.tp * c.attn_dp; }
@@ -52,6 +53,7 @@ class PlanLayout {
   Degrees deg_;
   std::array<MapDim, 4> order_;
   std::array<int, 4> stride_{};  // indexed by MapDim
+  int first_ = 0;                // Plan::first_gpu
 };
 
 }  // namespace shardsim

@@ -85,6 +85,27 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   return j;
 }
 
+static json pool_to_json(const PoolReport& p, const Degrees& d) {
+  return {{"gpus", p.gpus},
+          {"replicas", p.replicas},
+          {"utilization", p.utilization},
+          {"kv_capacity_tokens", p.memory.kv_capacity_tokens},
+          {"memory_gb_per_gpu", p.memory.worst().static_bytes() / 1e9},
+          {"breakdown", breakdown_to_json(p.breakdown, d)}};
+}
+
+json disagg_to_json(const Plan& plan, const DisaggReport& d) {
+  return {{"prefill", pool_to_json(d.prefill, plan.deg)},
+          {"decode", pool_to_json(d.decode, plan.decode().deg)},
+          {"kv_transfer",
+           {{"transfers", d.transfers},
+            {"bytes", d.bytes},
+            {"seconds", {{"mean", d.transfer_mean}, {"p50", d.transfer_p50}, {"p99", d.transfer_p99}, {"max", d.transfer_max}}},
+            {"alone_mean_s", d.alone_mean},
+            {"timed_by", d.transfer_tier}}},
+          {"decode_admission_wait_mean_s", d.decode_wait_mean}};
+}
+
 json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                     const ServingOptions& o, double wall_s) {
   json j;
@@ -130,7 +151,14 @@ json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& 
                     {"runtime_gb", mem.worst().runtime / 1e9},
                     {"usable_gb", mem.usable / 1e9},
                     {"kv_capacity_tokens", mem.kv_capacity_tokens}}}};
-  j["breakdown"] = breakdown_to_json(r.breakdown, plan.deg);
+  if (r.disagg.on) {
+    Degrees both = plan.deg;  // means over the replicas of both pools
+    both.dp = plan.deg.dp + plan.decode().deg.dp;
+    j["breakdown"] = breakdown_to_json(r.breakdown, both);
+    j["disaggregation"] = disagg_to_json(plan, r.disagg);
+  } else {
+    j["breakdown"] = breakdown_to_json(r.breakdown, plan.deg);
+  }
   j["scoring"] = scoring_to_json(r.breakdown, o);
   j["provenance"] = {{"version", "shardsim 0.1.0"}, {"fidelity", in.fidelity}, {"seed", in.seed},
                      {"steps_simulated", r.breakdown.steps}, {"wall_s", wall_s}};
@@ -188,7 +216,9 @@ std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, c
 std::string requests_to_csv(const ServingResult& r, const ServingOptions& o) {
   std::ostringstream s;
   s << "id,replica,attn_group,arrival_s,prompt_tokens,output_tokens,admitted_s,first_token_s,finish_s,ttft_ms,tpot_ms,"
-       "completed,met_slo\n";
+       "completed,met_slo";
+  if (r.disagg.on) s << ",prefill_replica,prefilled_s,kv_arrived_s";
+  s << "\n";
   char buf[320];
   for (const auto& q : r.requests) {
     bool met = q.completed && q.ttft() <= o.slo_ttft && q.tpot() <= o.slo_tpot;
@@ -197,6 +227,11 @@ std::string requests_to_csv(const ServingResult& r, const ServingOptions& o) {
                   q.completed ? q.ttft() * 1e3 : 0.0, q.completed ? q.tpot() * 1e3 : 0.0, q.completed ? 1 : 0,
                   met ? 1 : 0);
     s << buf;
+    if (r.disagg.on) {
+      s.seekp(-1, std::ios_base::cur);  // before the newline
+      std::snprintf(buf, sizeof buf, ",%d,%.6f,%.6f\n", q.prefill_replica, q.prefilled, q.kv_arrived);
+      s << buf;
+    }
   }
   return s.str();
 }

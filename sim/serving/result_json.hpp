@@ -30,6 +30,8 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d);
 json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o);
 // The same in one line of the text report.
 std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o);
+// A disaggregated run's pools and KV transfer ("disaggregation" in the result; `plan` is disaggregated).
+json disagg_to_json(const Plan& plan, const DisaggReport& d);
 json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                     const ServingOptions& o, double wall_s);
 // Chrome trace event format (opens in Perfetto): one process per GPU, one thread per stream.

@@ -9,6 +9,8 @@
 
 #include "sim/plan/plan_layout.hpp"
 #include "sim/serving/arrivals.hpp"
+#include "sim/serving/disaggregated.hpp"
+#include "sim/serving/kv_transfer.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -30,6 +32,7 @@ struct Seq {
   long kv = 0;           // KV tokens reserved or allocated
   long order = 0;        // admission order (the latest is preempted first)
   bool swapped = false;  // preempted by swap: its KV waits in host memory
+  bool pinned = false;   // its KV was sent to `group` by a prefill pool: admitted there only
   long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
 };
 
@@ -181,6 +184,13 @@ class ReplicaSim {
     s.req = req;
     s.prompt = r.prompt_tokens;
     s.output = r.output_tokens;
+    if (!opt_.decode_slots.empty()) {  // prefilled by the prefill pool; its first token is out
+      s.prefilled = s.prompt;
+      s.ctx = s.prompt;
+      s.generated = 1;
+      s.group = opt_.decode_slots[static_cast<std::size_t>(req)].group;
+      s.pinned = true;
+    }
     return s;
   }
 
@@ -230,7 +240,7 @@ class ReplicaSim {
       for (int g = 0; g < groups_; ++g) {
         if (seqs_in_group_[static_cast<std::size_t>(g)] >= group_seqs_) continue;
         if (kv_used_[static_cast<std::size_t>(g)] + need > kv_capacity_) continue;
-        if (s.swapped && g != s.group) continue;  // swapped KV returns to its own group
+        if ((s.swapped || s.pinned) && g != s.group) continue;  // its KV sits in its own group
         if (best < 0 || seqs_in_group_[static_cast<std::size_t>(g)] < seqs_in_group_[static_cast<std::size_t>(best)]) best = g;
       }
       if (best < 0) return;
@@ -241,6 +251,10 @@ class ReplicaSim {
       s.kv = need;
       s.order = ++admissions_;
       if (r.admitted < 0) r.admitted = t;
+      if (s.pinned && r.first_token < 0) {  // handed over by a prefill pool: its first token goes out now
+        r.first_token = t;
+        out_.emissions.push_back({t, 1});
+      }
       r.replica = replica_;
       r.group = best;
       load.last_admission = t;
@@ -300,6 +314,7 @@ class ReplicaSim {
       back.swapped = true;
       pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
     } else {  // recompute: the prompt and what was generated are prefilled again
+      back.pinned = false;
       back.prompt = s.prefilled >= s.prompt ? static_cast<int>(s.ctx) + 1 : s.prompt;
       back.prefilled = 0;
       back.ctx = 0;
@@ -696,6 +711,15 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
 // trace and is served by replica c mod dp.
 Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o) {
   const int n = static_cast<int>(requests.size());
+  if (!o.decode_slots.empty()) {  // a decode pool: the requests handed to this replica, as their KV lands
+    std::vector<int> mine;
+    for (int i = 0; i < n; ++i)
+      if (o.decode_slots[static_cast<std::size_t>(i)].replica == rep) mine.push_back(i);
+    std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) {
+      return requests[static_cast<std::size_t>(a)].arrival < requests[static_cast<std::size_t>(b)].arrival;
+    });
+    return Arrivals::open(std::move(mine), requests);
+  }
   if (o.concurrency <= 0) {
     std::vector<int> mine;
     for (int i = rep; i < n; i += dp) mine.push_back(i);
@@ -713,13 +737,20 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
 
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                     const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
+  if (plan.disaggregated()) {
+    auto pool = [&](const Plan& p, const RequestTrace& t, const ServingOptions& o) {
+      return serve(p, model, cluster, t, routing, executor, o);
+    };
+    return serve_disaggregated(plan, model, cluster, trace, options, pool, analytic_transfer_timer(cluster));
+  }
   ServingResult out;
   out.memory = plan_memory(plan, model, cluster);
   out.requests.resize(trace.requests.size());
+  const bool handed_over = !options.decode_slots.empty();
   for (std::size_t i = 0; i < trace.requests.size(); ++i) {
     auto& r = out.requests[i];
     r.id = static_cast<int>(i);
-    r.arrival = options.offline || options.concurrency > 0 ? 0.0 : trace.requests[i].arrival_s;
+    r.arrival = (options.offline || options.concurrency > 0) && !handed_over ? 0.0 : trace.requests[i].arrival_s;
     r.prompt_tokens = std::max(1, trace.requests[i].prompt_tokens);
     r.admitted = r.first_token = -1;
     r.output_tokens = std::max(1, trace.requests[i].output_tokens);

@@ -43,6 +43,12 @@ struct ReplicaBatch;
 // Step timings by bucketed step shape (+ replica), untransformed; see ServingOptions.
 using StepCache = std::map<std::vector<int>, StepTiming>;
 
+// Where a request whose prompt was prefilled elsewhere (the prefill pool of a disaggregated plan)
+// continues: the decode replica and attention group its KV cache was sent to; replica −1 = not here.
+struct DecodeSlot {
+  int replica = -1, group = 0;
+};
+
 struct ServingOptions {
   bool offline = false;            // all requests arrive at t = 0
   // Closed loop (as vLLM's benchmark with --max-concurrency and AIConfigurator run it): this many
@@ -76,6 +82,11 @@ struct ServingOptions {
     fast_forward = false;
   }
   bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0; }
+  // The decode pool of a disaggregated plan (sim/serving/disaggregated.hpp): request i arrives at
+  // its trace arrival time (when its KV landed; `offline` and `concurrency` do not apply) with its
+  // prompt prefilled on decode_slots[i] and its first token delivered when it is admitted there.
+  // Empty = every request arrives with its prompt to prefill.
+  std::vector<DecodeSlot> decode_slots;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
   // A step cache shared between serve() calls (the simgrid tier's two passes); null = private.
@@ -87,9 +98,13 @@ struct ServingOptions {
 
 struct RequestResult {
   int id = 0;
-  int replica = 0, group = 0;
+  int replica = 0, group = 0;      // disaggregated: the decode replica and group
   int prompt_tokens = 0, output_tokens = 0;
   double arrival = 0, admitted = 0, first_token = 0, finish = 0;  // seconds
+  // Disaggregated plans only (else −1): the prefill replica, when it emitted the first token, and
+  // when the prompt's KV cache had landed on the decode replica (first_token: when it was admitted there).
+  int prefill_replica = -1;
+  double prefilled = -1, kv_arrived = -1;
   double ttft() const { return first_token - arrival; }
   double tpot() const { return output_tokens > 1 ? (finish - first_token) / (output_tokens - 1) : 0; }
   bool completed = false;
@@ -140,6 +155,28 @@ struct ExpertBalance {
   long sample_tokens = 0;
 };
 
+// One pool of a disaggregated run (sim/serving/disaggregated.hpp).
+struct PoolReport {
+  int gpus = 0, replicas = 0;
+  double utilization = 0;         // Σ replica step time / (replicas × the run's span, first arrival to last completion)
+  ServingBreakdown breakdown;
+  MemoryReport memory;
+  ExpertBalance experts;
+};
+
+// What a disaggregated run adds to a colocated one: each pool, and the KV hand-over between them.
+struct DisaggReport {
+  bool on = false;                // false for a colocated plan (the rest is unset)
+  PoolReport prefill, decode;
+  long transfers = 0;             // requests whose KV moved to the decode pool
+  double bytes = 0;               // Σ KV bytes moved
+  // kv_arrived − prefilled per request, seconds (queueing behind other transfers and contention included)
+  double transfer_mean = 0, transfer_p50 = 0, transfer_p99 = 0, transfer_max = 0;
+  double alone_mean = 0;          // the same transfers each alone on the fabric (latency + bytes / bandwidth), mean
+  double decode_wait_mean = 0;    // first_token − kv_arrived: waiting for the decode engine's admission, mean
+  std::string transfer_tier = "analytic";  // or "simgrid": who timed the transfers
+};
+
 struct ServingResult {
   std::vector<RequestResult> requests;
   double makespan = 0;            // last completion, seconds
@@ -149,6 +186,7 @@ struct ServingResult {
   MemoryReport memory;
   std::vector<TimelineEvent> timeline;
   ExpertBalance experts;
+  DisaggReport disagg;            // disaggregated plans only
   bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)
   std::string note;               // e.g. why requests were rejected
 };

@@ -13,6 +13,7 @@
 #include "sim/step/lowering.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
+#include "sim/serving/disaggregated.hpp"
 #include "sim/simgrid/wire.hpp"
 #include "sim/simgrid/worker_pool.hpp"
 #include "topologies/cluster.hpp"
@@ -32,7 +33,7 @@ std::string encode_request(const std::string& spec, const StepProgram& p) {
 
 SimgridStepResult decode_reply(std::string_view bytes) {
   WireReader r(bytes);
-  r.header("SGRP", 1);
+  r.header("SGRP", 2);
   SimgridStepResult out;
   out.ok = true;
   out.timing = decode_timing(r.string());
@@ -42,6 +43,7 @@ SimgridStepResult decode_reply(std::string_view bytes) {
   }
   out.most_loaded_class = r.i32();
   out.analytic_makespan = r.f64();
+  out.op_end = r.doubles();
   r.finish();
   return out;
 }
@@ -206,6 +208,45 @@ void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& re
     }
 }
 
+// Each pool at `tier`; the KV transfers in SimGrid unless the tier is analytic. The report is the
+// decode pool's, with both pools' sampled steps, failures and restarts counted.
+ServingResult serve_disaggregated_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+                                              const Cluster& cluster, const std::string& cluster_spec,
+                                              const RequestTrace& trace, const RoutingSource* routing,
+                                              const ServingOptions& options, SimgridRunner* runner, FidelityReport& report,
+                                              int samples) {
+  FidelityReport pools[2];
+  int next = 0;
+  auto pool = [&](const Plan& p, const RequestTrace& t, const ServingOptions& o) {
+    FidelityReport& rep = pools[std::min(next++, 1)];
+    return serve_at_fidelity(tier, p, model, cluster, cluster_spec, t, routing, o, runner, rep, samples);
+  };
+  const TransferTimer analytic = analytic_transfer_timer(cluster);
+  const bool simgrid = tier != "analytic" && runner != nullptr;
+  TransferTimer timer = analytic;
+  FidelityReport own;  // the transfers' SimGrid run
+  if (simgrid)
+    timer = [&](const StepProgram& p) {
+      if (p.ops.empty()) return std::vector<double>{};
+      std::vector<SimgridStepResult> res = runner->run(cluster_spec, {p});
+      own.sampled_steps++;
+      if (res[0].ok && res[0].op_end.size() == p.ops.size()) return res[0].op_end;
+      own.failed++;
+      own.errors.push_back("KV transfers: " + (res[0].ok ? std::string("no operation end times") : res[0].error));
+      return analytic(p);
+    };
+  ServingResult r = serve_disaggregated(plan, model, cluster, trace, options, pool, timer);
+  report = pools[1];
+  report.tier = tier;
+  report.sampled_steps += pools[0].sampled_steps + own.sampled_steps;
+  report.failed += pools[0].failed + own.failed;
+  report.worker_restarts += pools[0].worker_restarts;
+  for (const auto& e : own.errors) report.errors.push_back(e);
+  for (const auto& e : pools[0].errors) report.errors.push_back("prefill pool: " + e);
+  if (simgrid && own.failed == 0) r.disagg.transfer_tier = "simgrid";
+  return r;
+}
+
 }  // namespace
 
 std::unique_ptr<SimgridRunner> make_in_process_runner() { return std::make_unique<InProcessRunner>(); }
@@ -227,7 +268,7 @@ std::string simgrid_worker_handler(std::string_view request) {
   StepTiming t = ex->run(program);
   const ContentionReport& c = ex->last_contention();
   WireWriter w;
-  w.header("SGRP", 1);
+  w.header("SGRP", 2);
   w.string(encode(t));
   for (std::size_t k = 0; k < 5; ++k) {
     w.f64(c.simgrid_seconds[k]);
@@ -235,6 +276,7 @@ std::string simgrid_worker_handler(std::string_view request) {
   }
   w.i32(c.most_loaded_class);
   w.f64(c.analytic_makespan);
+  w.doubles(ex->last_op_ends());
   return w.take();
 }
 
@@ -244,6 +286,8 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
                                 FidelityReport& report, int samples) {
   report = FidelityReport{};
   report.tier = tier;
+  if (plan.disaggregated())
+    return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, options, runner, report, samples);
   AnalyticExecutor analytic(cluster);
   if (tier == "analytic" || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
   class CountRestarts {  // on every way out

@@ -37,6 +37,7 @@ struct SimgridStepResult {
   std::array<double, 5> analytic_seconds{}; // the same operations' contention-free durations
   int most_loaded_class = -1;               // LinkClass, −1 when no flow ran
   double analytic_makespan = 0;
+  std::vector<double> op_end;               // when each operation ended, seconds from the start
 };
 
 class SimgridRunner {

@@ -639,6 +639,7 @@ void SimgridExecutor::State::build(const StepProgram& p) {
       add_edge(op_end_gate[static_cast<std::size_t>(j)], b);
     };
     for (const int* d = p.deps_begin(ii); d != p.deps_end(ii); ++d) wait_for(*d);
+    if (op.not_before > 0) add_edge(add_task(TaskKind::Delay, -1, op.not_before), b);  // released at t0 + not_before (no predecessor)
     involved_ranks(p, op, ranks);
     const auto s = static_cast<std::size_t>(op.stream());
     for (int r : ranks) {
@@ -720,6 +721,8 @@ StepTiming SimgridExecutor::run(const StepProgram& program, std::vector<Timeline
 }
 
 const ContentionReport& SimgridExecutor::last_contention() const { return st_->report; }
+
+const std::vector<double>& SimgridExecutor::last_op_ends() const { return st_->end; }
 
 SimgridPlatform& SimgridExecutor::platform() const { return st_->platform; }
 

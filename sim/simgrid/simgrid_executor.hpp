@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/step/collective_cost.hpp"
 #include "sim/step/compute_cost.hpp"
@@ -79,6 +80,8 @@ class SimgridExecutor final : public StepExecutor {
   StepTiming run(const StepProgram& program, std::vector<TimelineEvent>* timeline = nullptr) const override;
   // The contention report of the last run().
   const ContentionReport& last_contention() const;
+  // When each operation of the last run ended, seconds from its start (indexed like its ops).
+  const std::vector<double>& last_op_ends() const;
   SimgridPlatform& platform() const;
 
  private:

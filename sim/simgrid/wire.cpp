@@ -3,6 +3,7 @@
 #include "sim/simgrid/wire.hpp"
 
 #include <cassert>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <limits>
@@ -11,11 +12,11 @@ namespace shardsim {
 
 namespace {
 
-constexpr std::uint32_t kProgramVersion = 2;
+constexpr std::uint32_t kProgramVersion = 3;
 constexpr std::uint32_t kTimingVersion = 1;
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
-constexpr std::size_t kOpBytes = 2 + 3 * 4 + 2 * 8 + 1 + 1 + 8 + 4 + 2 + 8 + 2 * 4 + 2 * 4;
+constexpr std::size_t kOpBytes = 2 + 3 * 4 + 2 * 8 + 1 + 1 + 8 + 4 + 2 + 8 + 2 * 4 + 8 + 2 * 4;
 
 // Reads an enum stored as u8 and refuses values at or past `count`.
 template <typename E>
@@ -167,6 +168,7 @@ std::string encode(const StepProgram& p) {
     w.f64(op.bytes);
     w.i32(op.matrix);
     w.i32(op.peer);
+    w.f64(op.not_before);
     w.u32(op.dep_begin);
     w.u32(op.dep_end);
   }
@@ -202,6 +204,8 @@ StepProgram decode_program(std::string_view bytes) {
     op.bytes = r.f64();
     op.matrix = r.i32();
     op.peer = r.i32();
+    op.not_before = r.f64();
+    if (!(op.not_before >= 0) || !std::isfinite(op.not_before)) throw WireError("wire: operation release time " + std::to_string(op.not_before));
     op.dep_begin = r.u32();
     op.dep_end = r.u32();
   }

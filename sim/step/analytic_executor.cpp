@@ -39,10 +39,10 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
   int pair[2];
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
-    double ready = 0;
+    double ready = op.not_before;
     int why = -1;
     for (const int* d = p.deps_begin(static_cast<int>(i)); d != p.deps_end(static_cast<int>(i)); ++d)
-      if (why < 0 || end[static_cast<std::size_t>(*d)] > ready) {
+      if (end[static_cast<std::size_t>(*d)] > ready || (why < 0 && end[static_cast<std::size_t>(*d)] == ready)) {
         ready = end[static_cast<std::size_t>(*d)];
         why = *d;
       }

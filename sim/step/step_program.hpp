@@ -69,6 +69,10 @@ struct StepOp {
   // lowered for `weight` identical ones). The analytic executor multiplies the duration; SimGrid
   // programs are never folded (encode() refuses weights other than 1).
   double weight = 1;
+  // Release time: seconds from the program's start before which the operation may not start (0 =
+  // as soon as its dependencies and streams allow). Steps never set it; the KV-transfer program of
+  // a disaggregated plan (sim/serving/kv_transfer.hpp) releases each transfer when its prefill ends.
+  double not_before = 0;
   // Dependencies: deps[dep_begin, dep_end) of StepProgram::deps
   std::uint32_t dep_begin = 0, dep_end = 0;
 

@@ -84,6 +84,32 @@ void print_communication(std::ostream& o, const ServingBreakdown& b, int dp, int
     << over_replicas(dp) << f("; %.1f%% of step time)\n", b.step_time > 0 ? 100 * on_path / b.step_time : 0.0);
 }
 
+// The pools of a disaggregated run and the KV hand-over between them, then where each pool's time goes.
+void print_disaggregation(std::ostream& o, const Plan& plan, const ServingResult& r) {
+  const DisaggReport& d = r.disagg;
+  const Plan prefill = plan.prefill();
+  const Plan& decode = plan.decode();
+  o << "\ndisaggregated  prefill pool " << d.prefill.gpus << " GPUs (" << d.prefill.replicas << " × " << plan_to_string(prefill)
+    << "), decode pool " << d.decode.gpus << " GPUs (" << d.decode.replicas << " × " << plan_to_string(decode) << ")\n";
+  for (const auto* p : {&d.prefill, &d.decode})
+    o << "  " << (p == &d.prefill ? "prefill" : "decode ") << " pool  " << f("%.1f%% busy", 100 * p->utilization)
+      << " (replica step time / replicas × the run), " << p->breakdown.steps << " steps, KV capacity "
+      << f("%.0f tokens per attention group", p->memory.kv_capacity_tokens) << ", " << p->breakdown.preemptions << " preemptions\n";
+  o << "KV transfer    " << d.transfers << " prompts, " << f("%.2f GB", d.bytes / 1e9) << " moved (timed by " << d.transfer_tier
+    << "): " << f("mean %.2f ms", d.transfer_mean * 1e3) << f(", p50 %.2f", d.transfer_p50 * 1e3)
+    << f(", p99 %.2f", d.transfer_p99 * 1e3) << f(", max %.2f ms", d.transfer_max * 1e3)
+    << f("; each alone on the fabric %.2f ms mean\n", d.alone_mean * 1e3);
+  o << "TTFT parts     mean decode admission wait after the KV landed " << f("%.2f ms\n", d.decode_wait_mean * 1e3);
+  for (const auto* p : {&d.prefill, &d.decode}) {
+    const Degrees& g = p == &d.prefill ? prefill.deg : decode.deg;
+    o << "\nwhere the " << (p == &d.prefill ? "prefill" : "decode") << " pool's time goes — " << p->breakdown.steps << " steps of "
+      << g.dp << (g.dp > 1 ? " replicas" : " replica") << " (" << p->breakdown.prefill_tokens << " prefill + "
+      << p->breakdown.decode_tokens << " decode tokens)\n";
+    print_critical_path(o, p->breakdown, g.dp);
+    print_communication(o, p->breakdown, g.dp, g.gpus());
+  }
+}
+
 void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
                   const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
@@ -109,18 +135,26 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     << f("%.1f GB", (w.activations + w.comm_buffers) / 1e9) << ", KV capacity "
     << f("%.0f tokens per attention group", r.memory.kv_capacity_tokens) << f(" (%.0f GB usable)\n", r.memory.usable / 1e9);
   if (r.rejected_any) o << "warning        " << r.note << "\n";
-  o << "engine         " << plan.engine.preset << ", " << plan.dtypes.describe() << "; "
-    << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
+  o << "engine         ";
+  if (r.disagg.on)
+    o << "prefill " << plan.engine.preset << ", " << plan.dtypes.describe() << "; decode " << plan.decode().engine.preset << ", "
+      << plan.decode().dtypes.describe() << "; ";
+  else
+    o << plan.engine.preset << ", " << plan.dtypes.describe() << "; ";
+  o << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
     << " not hidden by the GPU (summed over replicas)\n";
 
   const ServingBreakdown& b = r.breakdown;
-  const Degrees& d = plan.deg;
+  const Degrees& d = r.disagg.on ? plan.decode().deg : plan.deg;  // the decode pool's experts and pipeline
   o << "scoring        " << describe_scoring(b, L.serving) << "\n";
-  o << "\nwhere the time goes — " << b.steps << " steps of " << d.dp << (d.dp > 1 ? " replicas" : " replica") << " ("
+  if (r.disagg.on) print_disaggregation(o, plan, r);
+  else o << "\nwhere the time goes — " << b.steps << " steps of " << d.dp << (d.dp > 1 ? " replicas" : " replica") << " ("
     << b.prefill_tokens << " prefill + " << b.decode_tokens << " decode tokens)\n";
-  print_critical_path(o, b, d.dp);
-  print_communication(o, b, d.dp, d.dp * d.pp * d.unit());
-  if (d.ep > 1 && b.expert_time > 0)
+  if (!r.disagg.on) {
+    print_critical_path(o, b, d.dp);
+    print_communication(o, b, d.dp, d.dp * d.pp * d.unit());
+  }
+  if (d.ep > 1 && b.expert_time > 0 && !r.disagg.on)
     o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts, "
       << over_replicas(d.dp) << f(" (%.1f%% of its expert time)\n", 100 * b.expert_imbalance / b.expert_time);
   if (r.experts.redundant > 0)

@@ -100,6 +100,7 @@ double offline_capacity(const Scorer& s) {
 // capacity; clients: powers of two up to twice the sequences the replicas can run, ≤ requests).
 std::vector<double> sweep_loads_of(const SweepOptions& opt, const Plan& plan, double capacity, int requests) {
   const bool closed = !opt.clients.empty();
+  if (closed && plan.disaggregated()) refuse_closed_loop("--clients", opt.clients);
   const std::string& list = closed ? opt.clients : opt.rates;
   if (list != "auto" && !list.empty()) return parse_list(list, closed ? "--clients" : "--rates", closed);
   std::vector<double> loads;

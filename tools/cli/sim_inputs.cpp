@@ -129,12 +129,19 @@ LoadedInputs load_inputs(const SimInputs& in) {
   return out;
 }
 
+void refuse_closed_loop(const std::string& option, const std::string& value) {
+  throw InputError(option, value,
+                   "closed-loop clients are not supported with a disaggregated plan (a client's next request would "
+                   "couple the prefill and decode pools); offer an open-loop load with --rate");
+}
+
 Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in) {
   Plan plan = load_plan(spec, in.model, *in.cluster);
   PlanCheck chk = check_plan(plan, in.model, *in.cluster);
   if (!chk.feasible())
     throw InputError(spec, chk.violations.front().field,
                      "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  if (plan.disaggregated() && in.serving.concurrency > 0) refuse_closed_loop("--concurrency", std::to_string(in.serving.concurrency));
   return plan;
 }
 

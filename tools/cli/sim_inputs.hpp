@@ -61,8 +61,11 @@ struct LoadedInputs {
 
 LoadedInputs load_inputs(const SimInputs& in);
 // The plan `spec` (file, compact string or "megatron") for the loaded model and cluster; an
-// infeasible one is refused with its first violation (InputError(spec, field, …)).
+// infeasible one is refused with its first violation (InputError(spec, field, …)), and so is a
+// disaggregated plan under closed-loop clients.
 Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in);
+// Throws the InputError for closed-loop clients (`option` = value) with a disaggregated plan.
+[[noreturn]] void refuse_closed_loop(const std::string& option, const std::string& value);
 // `spec` with ",seed=S" added when it is synthetic and names no seed.
 std::string with_seed(const std::string& spec, unsigned long long seed);
 

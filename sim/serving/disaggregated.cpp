@@ -1,0 +1,215 @@
+// sim/serving/disaggregated.cpp — prefill pool, KV transfer, decode pool (see disaggregated.hpp).
+#include "sim/serving/disaggregated.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/plan/memory_model.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "workloads/request_trace.hpp"
+
+namespace shardsim {
+
+namespace {
+
+void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
+  a.step_time += b.step_time;
+  for (std::size_t i = 0; i < a.critical.size(); ++i) {
+    a.critical[i] += b.critical[i];
+    a.busy[i] += b.busy[i];
+  }
+  for (std::size_t i = 0; i < a.coll_by_kind.size(); ++i) a.coll_by_kind[i] += b.coll_by_kind[i];
+  a.idle_on_path += b.idle_on_path;
+  a.comm_busy += b.comm_busy;
+  a.comm_exposed += b.comm_exposed;
+  a.expert_time += b.expert_time;
+  a.expert_imbalance += b.expert_imbalance;
+  a.pipeline_bubble += b.pipeline_bubble;
+  a.pipeline_span += b.pipeline_span;
+  a.steps += b.steps;
+  a.prefill_tokens += b.prefill_tokens;
+  a.decode_tokens += b.decode_tokens;
+  a.executed_steps += b.executed_steps;
+  a.forwarded_steps += b.forwarded_steps;
+  a.layers_lowered = std::max(a.layers_lowered, b.layers_lowered);
+  a.model_layers = std::max(a.model_layers, b.model_layers);
+  a.peak_seqs = std::max(a.peak_seqs, b.peak_seqs);
+  a.preemptions += b.preemptions;
+  a.recomputed_tokens += b.recomputed_tokens;
+  a.host_time += b.host_time;
+}
+
+PoolReport pool_report(const Plan& pool, const ServingResult& r, double span) {
+  PoolReport p;
+  p.gpus = pool.deg.gpus();
+  p.replicas = pool.deg.dp;
+  p.utilization = span > 0 ? r.breakdown.step_time / (pool.deg.dp * span) : 0;
+  p.breakdown = r.breakdown;
+  p.memory = r.memory;
+  p.experts = r.experts;
+  return p;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+}
+
+// Hands every prefilled request with more than one token to output to a decode replica and group:
+// round-robin over replicas in the order the prefills ended, and over each replica's groups.
+std::vector<KvHandoff> deal(const ServingResult& pre, const RequestTrace& trace, const Plan& decode) {
+  std::vector<KvHandoff> out;
+  for (const auto& r : pre.requests) {
+    if (!r.completed || trace.requests[static_cast<std::size_t>(r.id)].output_tokens <= 1) continue;
+    KvHandoff h;
+    h.req = r.id;
+    h.prefill_replica = r.replica;
+    h.prompt_tokens = r.prompt_tokens;
+    h.ready = r.finish;
+    out.push_back(h);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const KvHandoff& a, const KvHandoff& b) { return a.ready < b.ready; });
+  std::vector<int> dealt(static_cast<std::size_t>(decode.deg.dp), 0);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const int rep = static_cast<int>(k % static_cast<std::size_t>(decode.deg.dp));
+    out[k].decode_replica = rep;
+    out[k].decode_group = dealt[static_cast<std::size_t>(rep)]++ % decode.deg.attn_dp;
+  }
+  return out;
+}
+
+// The steady window where both pools' windows overlap, with the run's tokens and completions in it.
+SteadyWindow overlap(const ServingResult& pre, const ServingResult& dec, const ServingResult& out) {
+  SteadyWindow w;
+  w.start = std::max(pre.steady.start, dec.steady.start);
+  w.end = std::min(pre.steady.end, dec.steady.end);
+  if (!(pre.steady.seconds() > 0) || !(dec.steady.seconds() > 0) || !(w.end > w.start)) {
+    w = SteadyWindow{};
+    w.note = !(pre.steady.seconds() > 0) ? "prefill pool: " + pre.steady.note
+             : !(dec.steady.seconds() > 0) ? "decode pool: " + dec.steady.note
+                                          : "no saturated window: the pools are never saturated at the same time (more requests, or a higher rate)";
+    return w;
+  }
+  for (const auto& [t, n] : out.emissions)
+    if (t > w.start && t <= w.end) w.tokens += n;
+  for (const auto& r : out.requests)
+    if (r.completed && r.finish > w.start && r.finish <= w.end) w.completions++;
+  w.trusted = pre.steady.trusted && dec.steady.trusted;
+  w.note = !pre.steady.trusted ? "prefill pool: " + pre.steady.note : dec.steady.note;
+  return w;
+}
+
+}  // namespace
+
+ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
+                                  const ServingOptions& options, const PoolServer& serve_pool, const TransferTimer& transfer) {
+  if (options.concurrency > 0)
+    throw std::invalid_argument("serve_disaggregated: closed-loop clients (concurrency) are not supported");
+  const Plan decode = plan.decode();
+  Plan prefill = plan.prefill();
+  prefill.engine.max_output = 1;  // each request is sent to the prefill pool with max_tokens = 1
+
+  // 1. Prefill pool.
+  RequestTrace pre_trace = trace;
+  for (auto& r : pre_trace.requests) r.output_tokens = 1;
+  ServingOptions pre_opt = options;
+  pre_opt.timeline_steps = 0;
+  pre_opt.decode_slots.clear();
+  ServingResult pre = serve_pool(prefill, pre_trace, pre_opt);
+
+  // 2. KV transfer.
+  const MemoryReport decode_memory = plan_memory(decode, model, cluster);
+  std::vector<KvHandoff> handoffs = deal(pre, trace, decode);
+  KvTransferProgram program = kv_transfer_program(plan, decode_memory, handoffs);
+  std::vector<double> arrived = handoff_arrivals(program, transfer(program.program), handoffs.size());
+  std::vector<double> alone(handoffs.size(), 0);
+  {
+    AnalyticExecutor ex(cluster);
+    for (std::size_t i = 0; i < program.handoff_of_op.size(); ++i) {
+      double& a = alone[static_cast<std::size_t>(program.handoff_of_op[i])];
+      a = std::max(a, ex.op_time(program.program, program.program.ops[i]));
+    }
+  }
+
+  // 3. Decode pool.
+  RequestTrace dec_trace = trace;
+  ServingOptions dec_opt = options;
+  dec_opt.decode_slots.assign(trace.requests.size(), DecodeSlot{});
+  for (std::size_t k = 0; k < handoffs.size(); ++k) {
+    const KvHandoff& h = handoffs[k];
+    dec_opt.decode_slots[static_cast<std::size_t>(h.req)] = DecodeSlot{h.decode_replica, h.decode_group};
+    dec_trace.requests[static_cast<std::size_t>(h.req)].arrival_s = std::max(arrived[k], h.ready);
+  }
+  ServingResult dec = serve_pool(decode, dec_trace, dec_opt);
+
+  // The run as the user sees it.
+  ServingResult out;
+  out.requests = pre.requests;
+  for (std::size_t i = 0; i < out.requests.size(); ++i) {
+    RequestResult& r = out.requests[i];
+    r.output_tokens = std::max(1, trace.requests[i].output_tokens);
+    if (!r.completed) continue;
+    r.prefill_replica = r.replica;
+    r.prefilled = r.finish;
+    if (r.output_tokens <= 1) {
+      out.emissions.push_back({r.finish, 1});
+      continue;
+    }
+    const RequestResult& d = dec.requests[i];
+    r.kv_arrived = dec_trace.requests[i].arrival_s;
+    r.replica = d.replica;
+    r.group = d.group;
+    r.first_token = d.first_token;
+    r.finish = d.finish;
+    r.completed = d.completed;
+  }
+  out.emissions.insert(out.emissions.end(), dec.emissions.begin(), dec.emissions.end());
+  std::sort(out.emissions.begin(), out.emissions.end());
+  double first_arrival = 0;
+  for (const auto& r : out.requests) {
+    if (r.completed) out.makespan = std::max(out.makespan, r.finish);
+    first_arrival = std::min(first_arrival, r.arrival);
+  }
+  out.breakdown = pre.breakdown;
+  add_breakdown(out.breakdown, dec.breakdown);
+  out.memory = dec.memory;
+  out.experts = dec.experts;
+  out.timeline = std::move(dec.timeline);
+  out.steady = overlap(pre, dec, out);
+  out.rejected_any = pre.rejected_any || dec.rejected_any;
+  out.note = pre.rejected_any ? "prefill pool: " + pre.note : dec.note;
+
+  DisaggReport& d = out.disagg;
+  d.on = true;
+  const double span = out.makespan - first_arrival;
+  d.prefill = pool_report(prefill, pre, span);
+  d.decode = pool_report(decode, dec, span);
+  d.transfers = static_cast<long>(handoffs.size());
+  d.bytes = program.bytes;
+  std::vector<double> took, wait;
+  double alone_sum = 0;
+  for (std::size_t k = 0; k < handoffs.size(); ++k) {
+    const RequestResult& r = out.requests[static_cast<std::size_t>(handoffs[k].req)];
+    took.push_back(r.kv_arrived - r.prefilled);
+    alone_sum += alone[k];
+    if (r.completed) wait.push_back(r.first_token - r.kv_arrived);
+  }
+  if (!took.empty()) {
+    double sum = 0;
+    for (double x : took) sum += x;
+    d.transfer_mean = sum / static_cast<double>(took.size());
+    d.transfer_p50 = quantile(took, 0.5);
+    d.transfer_p99 = quantile(took, 0.99);
+    d.transfer_max = quantile(took, 1.0);
+    d.alone_mean = alone_sum / static_cast<double>(took.size());
+  }
+  if (!wait.empty()) {
+    double sum = 0;
+    for (double x : wait) sum += x;
+    d.decode_wait_mean = sum / static_cast<double>(wait.size());
+  }
+  return out;
+}
+
+}  // namespace shardsim
