@@ -49,10 +49,11 @@ AnnealingOptimizer::AnnealingOptimizer(const OptimizerContext& ctx)
     if (d.block == Block::Degrees) degree_genes_.push_back(i);
     switch (d.kind) {
       case Decision::Kind::Factor:
+      case Decision::Kind::PoolSplit:
         if (d.size() > 1) factor_genes_.push_back(i);
         break;
-      case Decision::Kind::EtpSplit: etp_gene_ = i; break;
-      case Decision::Kind::Sp: sp_gene_ = i; break;
+      case Decision::Kind::EtpSplit: etp_genes_.push_back(i); break;  // one per pool
+      case Decision::Kind::Sp: sp_genes_.push_back(i); break;
       case Decision::Kind::Shard:
         if (d.size() > 1) shard_genes_.push_back(i);
         break;
@@ -167,8 +168,8 @@ Genes AnnealingOptimizer::move(const Genes& from) {
   std::vector<Kind> kinds;
   if (!factor_genes_.empty()) kinds.push_back(Factor);
   if (!shard_genes_.empty()) kinds.push_back(Shard);
-  if (etp_gene_ >= 0) kinds.push_back(Etp);
-  if (sp_gene_ >= 0) kinds.push_back(Sp);
+  if (!etp_genes_.empty()) kinds.push_back(Etp);
+  if (!sp_genes_.empty()) kinds.push_back(Sp);
   if (!tune_genes_.empty()) kinds.push_back(Tune);
   if (kinds.empty()) return g;
   auto pick = [this](const std::vector<int>& genes) {
@@ -177,8 +178,8 @@ Genes AnnealingOptimizer::move(const Genes& from) {
   switch (kinds[static_cast<std::size_t>(rng_.below(static_cast<int>(kinds.size())))]) {
     case Factor: other_value(g, pick(factor_genes_)); break;
     case Shard: other_value(g, pick(shard_genes_)); break;
-    case Etp: step_gene(g, etp_gene_); break;
-    case Sp: other_value(g, sp_gene_); break;
+    case Etp: step_gene(g, pick(etp_genes_)); break;
+    case Sp: other_value(g, pick(sp_genes_)); break;
     case Tune: {
       const int i = pick(tune_genes_);
       if (space_.decisions()[static_cast<std::size_t>(i)].ordinal) step_gene(g, i);

@@ -66,7 +66,7 @@ class AnnealingOptimizer : public Optimizer {
   int batch_;
   double macro_, restart_, t0_param_;  // t0_param_ 0 = auto
   std::vector<int> factor_genes_, shard_genes_, tune_genes_, degree_genes_;
-  int etp_gene_ = -1, sp_gene_ = -1;
+  std::vector<int> etp_genes_, sp_genes_;  // one of each per pool
 
   Rng rng_;
   std::vector<Genes> seeds_;          // portfolio plans still to propose

@@ -1,6 +1,8 @@
 // optimizers/megatron_portfolio.cpp — H1–H6 as plans.
 #include "optimizers/megatron_portfolio.hpp"
 
+#include "optimizers/disaggregated_space.hpp"
+
 #include <numeric>
 
 #include "sim/plan/megatron_rule.hpp"
@@ -17,16 +19,21 @@ struct Builder {
   const ModelSpec& m;
   const Cluster& c;
   const Plan& base;
+  PoolGpus pool;
   std::vector<RulePlan> out;
+
+  bool fits(const Plan& p) const { return check_pool(p, m, c, pool.gpus).feasible(); }
 
   // Adds the rule with unit = tp × attn_dp, experts split ep × etp; raises pp until it fits.
   void add(const std::string& rule, int tp, int attn_dp, int ep, int etp) {
-    const int n = c.num_gpus(), unit = tp * attn_dp;
+    const int n = pool.gpus, unit = tp * attn_dp;
     if (unit < 1 || n % unit != 0 || ep * etp != unit) return;
     if (m.is_moe() && (m.experts % ep != 0)) return;
     for (int pp = 1; pp <= m.layers && pp <= n / unit; ++pp) {
       if ((n / unit) % pp != 0) continue;
       Plan p = base;
+      p.decode_pool.clear();
+      p.first_gpu = pool.first;
       p.name = "megatron";
       p.sharding = Plan().sharding;
       p.mapping = Plan().mapping;
@@ -34,11 +41,11 @@ struct Builder {
       p.deg.tp = tp, p.deg.attn_dp = attn_dp, p.deg.pp = pp, p.deg.dp = n / (unit * pp);
       p.deg.ep = m.is_moe() ? ep : 1;
       p.deg.etp = m.is_moe() ? etp : unit;
-      if (!check_plan(p, m, c).feasible()) continue;
+      if (!fits(p)) continue;
       push(rule, p);
       if (tp > 1) {
         p.deg.sp = tp;
-        if (check_plan(p, m, c).feasible()) push(rule + " +SP", p);
+        if (fits(p)) push(rule + " +SP", p);
       }
       return;
     }
@@ -52,9 +59,10 @@ struct Builder {
 
 }  // namespace
 
-std::vector<RulePlan> megatron_portfolio(const ModelSpec& m, const Cluster& c, const Plan& base) {
-  Builder b{m, c, base, {}};
-  const int g = c.gpus_per_node(), n = c.num_gpus();
+std::vector<RulePlan> megatron_portfolio(const ModelSpec& m, const Cluster& c, const Plan& base, PoolGpus pool) {
+  if (pool.gpus <= 0) pool = PoolGpus{c.num_gpus(), 0};
+  Builder b{m, c, base, pool, {}};
+  const int g = c.gpus_per_node(), n = pool.gpus;
   const Dtype w = base.dtypes.weights;
   std::vector<int> valid;
   for (int t = 1; t <= g; t *= 2)
@@ -108,13 +116,35 @@ std::vector<RulePlan> megatron_portfolio(const ModelSpec& m, const Cluster& c, c
         for (int tp : {1, 4})
           if (m.heads % tp == 0 && m.experts % unit == 0) b.add("H6 wide-EP", tp, unit / tp, unit, 1);
   }
-  if (b.out.empty()) b.out.push_back({"H1 TP-max (does not fit)", megatron_plan(m, c)});
+  if (b.out.empty() && pool.gpus == c.num_gpus()) b.out.push_back({"H1 TP-max (does not fit)", megatron_plan(m, c)});
   return b.out;
 }
 
+namespace {
+
+// A disaggregated space's rule plans: at every split, each rule applied to both pools.
+std::vector<RulePlan> pool_portfolio(const DisaggregatedSpace& space) {
+  const Plan& base = space.base();
+  const Plan bases[2] = {base.disaggregated() ? base.prefill() : base, base.disaggregated() ? base.decode() : base};
+  const int n = space.cluster().num_gpus();
+  std::vector<RulePlan> out;
+  for (int p : space.prefill_gpus()) {
+    auto pre = megatron_portfolio(space.model(), space.cluster(), bases[0], PoolGpus{p, 0});
+    auto dec = megatron_portfolio(space.model(), space.cluster(), bases[1], PoolGpus{n - p, p});
+    for (const auto& a : pre)
+      for (const auto& d : dec)
+        if (a.rule == d.rule)
+          out.push_back({a.rule + " " + std::to_string(p) + "P" + std::to_string(n - p) + "D", disaggregated_plan(a.plan, d.plan)});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<RuleGenes> portfolio_genes(const SearchSpace& space) {
   std::vector<RuleGenes> out;
-  for (const auto& r : megatron_portfolio(space.model(), space.cluster(), space.base())) {
+  const auto* pools = dynamic_cast<const DisaggregatedSpace*>(&space);
+  for (const auto& r : pools ? pool_portfolio(*pools) : megatron_portfolio(space.model(), space.cluster(), space.base())) {
     Genes g;
     if (!space.encode(r.plan, g)) continue;
     bool dup = false;

@@ -27,11 +27,13 @@ struct RulePlan {
   Plan plan;
 };
 
-// `base` supplies dtypes, batching and max_context.
-std::vector<RulePlan> megatron_portfolio(const ModelSpec& model, const Cluster& cluster, const Plan& base);
+// `base` supplies dtypes, batching and max_context. `pool`: the rules on one pool of a
+// disaggregated plan instead of the whole cluster.
+std::vector<RulePlan> megatron_portfolio(const ModelSpec& model, const Cluster& cluster, const Plan& base, PoolGpus pool = {});
 
 // The portfolio of the space's model and cluster (base = the space's base plan) as canonical
-// genomes; rule plans the space cannot express are left out.
+// genomes; rule plans the space cannot express are left out. For a disaggregated space: at every
+// pool split, each rule applied to both pools ("H5 attn-DP+EP 16P16D").
 struct RuleGenes {
   std::string rule;
   Genes genes;

@@ -32,7 +32,14 @@ namespace {
 
 constexpr const char* kFormat = "shardsim-rl-policy";
 
-std::string decision_key(const Decision& dec) {
+// A disaggregated space's decisions are named "prefill …" / "decode …": each pool has its own entries.
+std::string pool_of(const Decision& dec) {
+  for (const char* p : {"prefill ", "decode "})
+    if (dec.name.rfind(p, 0) == 0 && dec.kind != Decision::Kind::Shard) return p;
+  return "";
+}
+
+std::string kind_key(const Decision& dec) {
   switch (dec.kind) {
     case Decision::Kind::Factor: return "factor";
     case Decision::Kind::EtpSplit: return "etp split";
@@ -42,9 +49,12 @@ std::string decision_key(const Decision& dec) {
     case Decision::Kind::Mapping: return "mapping";
     case Decision::Kind::MaxSeqs: return "max_seqs";
     case Decision::Kind::MaxBatchTokens: return "max_batch_tokens";
+    case Decision::Kind::PoolSplit: return "pool split";
   }
   return dec.name;
 }
+
+std::string decision_key(const Decision& dec) { return pool_of(dec) + kind_key(dec); }
 
 // The shape an entry of a `dim`-wide policy must have; {-1, -1} for an unknown key.
 std::pair<int, int> shape_of(const std::string& key, int dim) {

@@ -119,11 +119,14 @@ SpaceOptions parse_space_options(const std::string& text, const std::string& sou
     else if (item == "sharding") o.sharding = any = true;
     else if (item == "mapping") o.mapping = any = true;
     else if (item == "batching") o.batching = any = true;
-    else throw InputError(source, item, "unknown block (expected degrees, sharding, mapping, batching or all)");
+    else if (item == "pools") o.pools = true;
+    else throw InputError(source, item, "unknown block (expected degrees, sharding, mapping, batching, all or pools)");
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   if (!any) throw InputError(source, text, "no block to search");
+  if (o.pools && !o.degrees)
+    throw InputError(source, text, "\"pools\" needs \"degrees\": each pool's parallelism is searched with its size");
   return o;
 }
 
@@ -136,12 +139,17 @@ std::string to_string(const SpaceOptions& o) {
   add(o.sharding, "sharding");
   add(o.mapping, "mapping");
   add(o.batching, "batching");
+  add(o.pools, "pools");
   return s;
 }
 
-SearchSpace::SearchSpace(const ModelSpec& model, const Cluster& cluster, const Plan& base, SpaceOptions options)
-    : model_(model), cluster_(cluster), base_(base), options_(options) {
-  primes_ = prime_factors(cluster.num_gpus());
+PoolSpace::PoolSpace(const ModelSpec& model, const Cluster& cluster, const Plan& base, SpaceOptions options, PoolGpus pool)
+    : model_(model), cluster_(cluster), base_(base), options_(options), pool_(pool) {
+  if (pool_.gpus <= 0) pool_ = PoolGpus{cluster.num_gpus(), 0};
+  options_.pools = false;
+  base_.decode_pool.clear();
+  base_.first_gpu = pool_.first;
+  primes_ = prime_factors(pool_.gpus);
   dims_ = model.is_moe() ? std::vector<Dim>{Dim::Tp, Dim::AttnDp, Dim::Pp, Dim::Dp}
                          : std::vector<Dim>{Dim::Tp, Dim::Pp, Dim::Dp};
   max_seqs_values_ = {32, 64, 128, 256, 512};
@@ -204,7 +212,7 @@ SearchSpace::SearchSpace(const ModelSpec& model, const Cluster& cluster, const P
   }
 }
 
-int SearchSpace::gene_index(Decision::Kind kind) const {
+int PoolSpace::gene_index(Decision::Kind kind) const {
   for (int i = 0; i < num_decisions(); ++i)
     if (decisions_[static_cast<std::size_t>(i)].kind == kind) return i;
   return -1;
@@ -218,7 +226,7 @@ bool SearchSpace::in_range(const Genes& g) const {
   return true;
 }
 
-SearchSpace::DegreeParts SearchSpace::degree_parts(const Genes& g) const {
+PoolSpace::DegreeParts PoolSpace::degree_parts(const Genes& g) const {
   DegreeParts p;
   if (!options_.degrees) {
     p.tp = base_.deg.tp, p.attn_dp = base_.deg.attn_dp, p.pp = base_.deg.pp, p.dp = base_.deg.dp;
@@ -238,17 +246,17 @@ SearchSpace::DegreeParts SearchSpace::degree_parts(const Genes& g) const {
   return p;
 }
 
-int SearchSpace::redundant_limit(int ep) const {
+int PoolSpace::redundant_limit(int ep) const {
   if (ep <= 1) return 0;
   return std::min(2, model_.experts / ep);
 }
 
-bool SearchSpace::op_relevant(Op op, int tp, int etp) const {
+bool PoolSpace::op_relevant(Op op, int tp, int etp) const {
   if (op == Op::ExpertUp || op == Op::ExpertDown) return etp > 1;
   return tp > 1;
 }
 
-Plan SearchSpace::decode(const Genes& raw) const {
+Plan PoolSpace::decode(const Genes& raw) const {
   const Genes g = canonical(raw);  // choices without effect take their default value
   Plan p = base_;
   if (options_.degrees) {
@@ -287,7 +295,7 @@ Plan SearchSpace::decode(const Genes& raw) const {
   return p;
 }
 
-bool SearchSpace::encode(const Plan& plan, Genes& out) const {
+bool PoolSpace::encode(const Plan& plan, Genes& out) const {
   out.assign(decisions_.size(), 0);
   if (options_.degrees) {
     // Hand out the primes: each dimension takes the primes its degree needs, smallest first.
@@ -338,7 +346,7 @@ bool SearchSpace::encode(const Plan& plan, Genes& out) const {
   return true;
 }
 
-Genes SearchSpace::canonical(const Genes& in) const {
+Genes PoolSpace::canonical(const Genes& in) const {
   Genes g = in;
   DegreeParts d = degree_parts(g);
   int etp = 1;
@@ -375,7 +383,7 @@ Genes SearchSpace::canonical(const Genes& in) const {
   return g;
 }
 
-std::string SearchSpace::key(const Genes& g) const {
+std::string PoolSpace::key(const Genes& g) const {
   Genes c = canonical(g);
   std::string k;
   k.reserve(c.size() * 2);
@@ -383,9 +391,9 @@ std::string SearchSpace::key(const Genes& g) const {
   return k;
 }
 
-PlanCheck SearchSpace::check(const Genes& g) const { return check_plan(decode(g), model_, cluster_); }
+PlanCheck PoolSpace::check(const Genes& g) const { return check_pool(decode(g), model_, cluster_, pool_.gpus); }
 
-Genes SearchSpace::repair(const Genes& in) const {
+Genes PoolSpace::repair(const Genes& in) const {
   Genes g = canonical(in);
   if (!options_.degrees && !options_.batching && !options_.mapping) return g;
   auto move_factor = [&](Dim from, Dim to) {
@@ -441,7 +449,7 @@ Genes SearchSpace::repair(const Genes& in) const {
   return canonical(g);
 }
 
-std::vector<char> SearchSpace::valid_values(int d, const Genes& prefix) const {
+std::vector<char> PoolSpace::valid_values(int d, const Genes& prefix) const {
   const Decision& dec = decisions_[static_cast<std::size_t>(d)];
   std::vector<char> ok(static_cast<std::size_t>(dec.size()), 1);
   const ModelSpec& m = model_;
@@ -502,7 +510,7 @@ double SearchSpace::raw_size() const {
   return s;
 }
 
-void SearchSpace::for_each_canonical(const std::function<bool(const Genes&)>& visit) const {
+void PoolSpace::for_each_canonical(const std::function<bool(const Genes&)>& visit) const {
   // Canonical degree genes: non-decreasing within each run of equal primes. Enumerate them as
   // one odometer over all factor genes, skipping non-canonical combinations.
   Genes g(decisions_.size(), 0);
@@ -543,7 +551,7 @@ void SearchSpace::for_each_canonical(const std::function<bool(const Genes&)>& vi
   }
 }
 
-double SearchSpace::canonical_size() const {
+double PoolSpace::canonical_size() const {
   // Per canonical degree assignment (and etp split, sp), multiply the distinct values the other
   // genes can take: relevant sharding genes, distinct canonical mappings, batching.
   double total = 0;
@@ -584,7 +592,7 @@ double SearchSpace::canonical_size() const {
   return total;
 }
 
-Genes SearchSpace::random(const std::function<std::uint64_t()>& next) const {
+Genes PoolSpace::random(const std::function<std::uint64_t()>& next) const {
   Genes g(decisions_.size());
   for (std::size_t i = 0; i < g.size(); ++i)
     g[i] = static_cast<int>(next() % static_cast<std::uint64_t>(decisions_[i].size()));

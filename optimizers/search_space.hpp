@@ -1,7 +1,10 @@
 // optimizers/search_space.hpp — the decisions a plan search makes, their encoding as integer
 // genes, and the maps between genes and plans (decode, encode, canonical form, repair).
 //
-// Owns: SearchSpace. A genome is a vector of integers, one per Decision, each in [0, size).
+// Owns: SearchSpace, the interface every optimizer searches through, and PoolSpace, the space of
+// one pool of GPUs: a colocated plan on the whole cluster, or one pool of a disaggregated plan
+// (optimizers/disaggregated_space.hpp composes two). make_search_space() picks the one the options
+// ask for. A genome is a vector of integers, one per Decision, each in [0, size).
 // Decisions, in decoding order (a block is left out when the user does not search it; its
 // values then come from the base plan):
 //   degrees   one gene per prime factor of the GPU count (smallest first), naming the dimension
@@ -27,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,7 +48,7 @@ enum class Block { Degrees, Sharding, Mapping, Batching };
 const char* to_string(Block b);
 
 struct Decision {
-  enum class Kind { Factor, EtpSplit, Sp, Redundant, Shard, Mapping, MaxSeqs, MaxBatchTokens };
+  enum class Kind { Factor, EtpSplit, Sp, Redundant, Shard, Mapping, MaxSeqs, MaxBatchTokens, PoolSplit };
   std::string name;                  // e.g. "factor 1 (×2)", "etp split", "qkv", "mapping", "max_seqs"
   Kind kind = Kind::Factor;
   Block block = Block::Degrees;
@@ -55,65 +59,109 @@ struct Decision {
   int size() const { return static_cast<int>(labels.size()); }
 };
 
-// Which blocks of decisions are searched ("degrees,sharding,mapping,batching" by default).
+// Which blocks of decisions are searched ("degrees,sharding,mapping,batching" by default), and
+// whether plans are disaggregated into a prefill and a decode pool ("pools": the split and each
+// pool's own decisions; optimizers/disaggregated_space.hpp).
 struct SpaceOptions {
   bool degrees = true, sharding = true, mapping = true, batching = true;
+  bool pools = false;
 };
-// Parses a comma list of block names ("all" = every block). Throws InputError(source, value, reason).
+// Parses a comma list of block names ("all" = the four blocks; "pools" adds disaggregation).
+// Throws InputError(source, value, reason).
 SpaceOptions parse_space_options(const std::string& text, const std::string& source);
 std::string to_string(const SpaceOptions& o);
 
 // The degree dimensions a factor gene can name.
 enum class Dim { Tp, AttnDp, Pp, Dp };
 
+// What optimizers search: decisions, and the maps between genomes and plans.
 class SearchSpace {
  public:
-  // `base` supplies everything not searched (dtypes, max_context, mem_util, and any block left out).
-  // The model and cluster must outlive the space.
-  SearchSpace(const ModelSpec& model, const Cluster& cluster, const Plan& base, SpaceOptions options = {});
-
+  virtual ~SearchSpace() = default;
   const std::vector<Decision>& decisions() const { return decisions_; }
   int num_decisions() const { return static_cast<int>(decisions_.size()); }
-  const ModelSpec& model() const { return model_; }
-  const Cluster& cluster() const { return cluster_; }
-  const Plan& base() const { return base_; }
-  const SpaceOptions& options() const { return options_; }
-  // The dimension each value of a Factor gene names.
-  const std::vector<Dim>& factor_dims() const { return dims_; }
+  virtual const ModelSpec& model() const = 0;
+  virtual const Cluster& cluster() const = 0;
+  // The plan that supplies what is not searched.
+  virtual const Plan& base() const = 0;
+  virtual const SpaceOptions& options() const = 0;
 
   // True when every gene is in range and the genome has num_decisions() genes.
   bool in_range(const Genes& g) const;
   // The plan a genome stands for (requires in_range); decode(g) == decode(canonical(g)), and
   // equal keys ⇔ equal decoded plans.
-  Plan decode(const Genes& g) const;
-  // The genome of `plan`, or false when its degrees cannot be expressed (e.g. etp is not a product
-  // of the unit's smallest primes, or a searched batching value is not on the grid: the nearest
-  // grid value is taken then and the result is still true). Blocks not searched are ignored.
-  bool encode(const Plan& plan, Genes& out) const;
-  Genes canonical(const Genes& g) const;
+  virtual Plan decode(const Genes& g) const = 0;
+  // The genome of `plan`, or false when the space cannot express it.
+  virtual bool encode(const Plan& plan, Genes& out) const = 0;
+  virtual Genes canonical(const Genes& g) const = 0;
   // A compact text key of the canonical genome (equal plans ⇔ equal keys).
-  std::string key(const Genes& g) const;
+  virtual std::string key(const Genes& g) const = 0;
   // check_plan of the decoded genome.
-  PlanCheck check(const Genes& g) const;
+  virtual PlanCheck check(const Genes& g) const = 0;
+  // Moves the genome toward the nearest valid plan; returns a canonical genome (maybe still invalid).
+  virtual Genes repair(const Genes& g) const = 0;
+  // Which values of decision `d` are not obviously invalid given the genes before it (`prefix`
+  // holds at least d genes; later genes are ignored). At least one value is always allowed.
+  virtual std::vector<char> valid_values(int d, const Genes& prefix) const = 0;
+  double raw_size() const;
+  virtual double canonical_size() const = 0;
+  // Visits every canonical genome once (in a fixed order); stops early when `visit` returns false.
+  virtual void for_each_canonical(const std::function<bool(const Genes&)>& visit) const = 0;
+  // Uniform over raw genomes (then canonicalised), from one 64-bit random draw per gene.
+  virtual Genes random(const std::function<std::uint64_t()>& next) const = 0;
+
+ protected:
+  std::vector<Decision> decisions_;
+};
+
+// A colocated space on the whole cluster, or a disaggregated one when options.pools.
+std::unique_ptr<SearchSpace> make_search_space(const ModelSpec& model, const Cluster& cluster, const Plan& base,
+                                               SpaceOptions options = {});
+
+// The GPUs a PoolSpace lays its plans on: `gpus` of them from `first` on (gpus = 0: the cluster).
+struct PoolGpus {
+  int gpus = 0, first = 0;
+};
+
+class PoolSpace final : public SearchSpace {
+ public:
+  // `base` supplies everything not searched (dtypes, max_context, mem_util, and any block left out).
+  // The model and cluster must outlive the space. options.pools is ignored (one pool).
+  PoolSpace(const ModelSpec& model, const Cluster& cluster, const Plan& base, SpaceOptions options = {}, PoolGpus pool = {});
+
+  const ModelSpec& model() const override { return model_; }
+  const Cluster& cluster() const override { return cluster_; }
+  const Plan& base() const override { return base_; }
+  const SpaceOptions& options() const override { return options_; }
+  const PoolGpus& pool() const { return pool_; }
+  // The dimension each value of a Factor gene names.
+  const std::vector<Dim>& factor_dims() const { return dims_; }
+
+  Plan decode(const Genes& g) const override;
+  // False when its degrees cannot be expressed (e.g. etp is not a product of the unit's smallest
+  // primes, or a searched batching value is not on the grid: the nearest grid value is taken then
+  // and the result is still true). Blocks not searched are ignored.
+  bool encode(const Plan& plan, Genes& out) const override;
+  Genes canonical(const Genes& g) const override;
+  std::string key(const Genes& g) const override;
+  // check_plan of the decoded genome (for a pool: check_pool on its GPUs).
+  PlanCheck check(const Genes& g) const override;
   // Moves the genome toward the nearest valid plan, a few steps at most (REFERENCE.md §C.2):
   // TP too large or not dividing the heads → a tp factor moves to dp; EP not dividing the experts →
   // the etp split grows; etp too large → it shrinks; pp beyond the layers → a pp factor to dp;
   // memory overflow → a dp factor (else attn_dp) to pp, then smaller batching limits; a group
   // spanning NVLink domains → the default mapping. Returns a canonical genome (maybe still invalid).
-  Genes repair(const Genes& g) const;
+  Genes repair(const Genes& g) const override;
 
   // Which values of decision `d` are not obviously invalid given the genes before it (`prefix`
   // holds at least d genes; later genes are ignored). Cheap structural rules only: tp within an
   // NVLink domain and dividing the heads (and kv heads / FFN width, FP8 alignment), pp ≤ layers,
   // ep dividing the experts. At least one value is always allowed.
-  std::vector<char> valid_values(int d, const Genes& prefix) const;
+  std::vector<char> valid_values(int d, const Genes& prefix) const override;
 
-  double raw_size() const;
-  double canonical_size() const;
-  // Visits every canonical genome once (in a fixed order); stops early when `visit` returns false.
-  void for_each_canonical(const std::function<bool(const Genes&)>& visit) const;
-  // Uniform over raw genomes (then canonicalised), from one 64-bit random draw per gene.
-  Genes random(const std::function<std::uint64_t()>& next) const;
+  double canonical_size() const override;
+  void for_each_canonical(const std::function<bool(const Genes&)>& visit) const override;
+  Genes random(const std::function<std::uint64_t()>& next) const override;
 
  private:
   struct DegreeParts {
@@ -130,9 +178,9 @@ class SearchSpace {
   const Cluster& cluster_;
   Plan base_;
   SpaceOptions options_;
-  std::vector<int> primes_;         // prime factors of the GPU count, ascending
+  PoolGpus pool_;
+  std::vector<int> primes_;         // prime factors of the pool's GPU count, ascending
   std::vector<Dim> dims_;
-  std::vector<Decision> decisions_;
   std::vector<int> max_seqs_values_, max_tokens_values_;
 };
 

@@ -2,9 +2,14 @@
 // GPU placement), the KV hand-over timed by the fabric, TTFT including it, and the CLI's refusals.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 
+#include <unistd.h>
+
 #include "common/input_error.hpp"
+#include "common/json_reader.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "sim/plan/plan_layout.hpp"
@@ -165,4 +170,26 @@ TEST_CASE("disaggregated serving: the CLI reports both pools and refuses closed-
       "simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan prefill:tp=4/decode:tp=4,dp=2 --requests 50 --fidelity analytic");
   CHECK(big.exit_code == 2);
   CHECK(big.err.find("/decode/degrees") != std::string::npos);
+}
+
+TEST_CASE("disaggregated search: `--space …,pools` searches the pool split and each pool's plan at equal budgets") {
+  const std::string dir = "/tmp/shardsim_disagg_search_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:2 --space degrees,pools --fidelity analytic "
+                         "--optimizers random,sa --seeds 1 --budget 10 --requests 120 --quiet --out " + dir);
+  REQUIRE(r.exit_code == 0);
+  const json res = json::parse(std::ifstream(dir + "/results.json"));
+  for (const auto& run : res.at("runs")) {
+    CHECK(run.at("evaluations").get<int>() == 10);
+    CHECK(run.at("best_plan_string").get<std::string>().rfind("prefill:", 0) == 0);
+  }
+  const json best = json::parse(std::ifstream(dir + "/best-plan.json"));
+  CHECK(best.contains("prefill"));
+  CHECK(best.contains("decode"));
+  // The best plan loads back as a plan for `simulate`.
+  auto sim = test::run_cli("simulate --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic --plan " + dir +
+                           "/best-plan.json");
+  CHECK(sim.exit_code == 0);
+  CHECK(sim.out.find("disaggregated") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -50,7 +50,7 @@ class BadOptimizer : public Optimizer {
 TEST_CASE("driver: every run spends exactly its budget and the results do not depend on the thread count") {
   ModelSpec m = load_model("mixtral-8x7b");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
-  SearchSpace space(m, *c, default_plan(m));
+  PoolSpace space(m, *c, default_plan(m));
   FakeEvaluator eval;
   auto rules = portfolio_genes(space);
   SearchSettings st;
@@ -82,7 +82,7 @@ TEST_CASE("driver: every run spends exactly its budget and the results do not de
 TEST_CASE("driver: the budget wrapper refuses genomes out of range and an exhaustive run larger than its budget") {
   ModelSpec m = load_model("mixtral-8x7b");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
-  SearchSpace space(m, *c, default_plan(m));
+  PoolSpace space(m, *c, default_plan(m));
   BudgetedOptimizer bad("bad", std::make_unique<BadOptimizer>(), space, 5);
   CHECK_THROWS_AS(bad.ask(), std::logic_error);
   OptimizerContext ctx{&space, 1, 100, {}, nullptr};
@@ -98,7 +98,7 @@ TEST_CASE("driver: exhaustive finds the best plan of a small space and the other
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
   SpaceOptions o;
   o.sharding = o.mapping = false;
-  SearchSpace space(m, *c, default_plan(m), o);
+  PoolSpace space(m, *c, default_plan(m), o);
   FakeEvaluator eval;
   SearchSettings st;
   st.budget = 20;
@@ -142,7 +142,7 @@ TEST_CASE("driver: a search on the real evaluator writes results a user can feed
   ServingEvaluator eval(in);
   SpaceOptions o;
   o.sharding = o.mapping = o.batching = false;
-  SearchSpace space(m, *c, default_plan(m), o);
+  PoolSpace space(m, *c, default_plan(m), o);
   auto rules = portfolio_genes(space);
   SearchSettings st;
   st.budget = 6;

@@ -38,7 +38,7 @@ struct SearchWorld {
   ModelSpec model;
   Cluster cluster;
   Plan base;
-  SearchSpace space;
+  PoolSpace space;
   std::vector<Genes> portfolio;
 };
 

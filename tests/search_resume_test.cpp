@@ -92,7 +92,7 @@ struct Study {
   Cluster cluster;
   RequestTrace trace;
   std::unique_ptr<RoutingSource> routing;
-  SearchSpace space;
+  PoolSpace space;
   std::vector<RuleGenes> rules;
   OptimizerParams params;
   std::unique_ptr<ServingEvaluator> eval;
@@ -430,7 +430,7 @@ TEST_CASE("search: failed evaluations and failed SimGrid samples are counted per
   Cluster c = load_cluster("dgx-h100:1");
   SpaceOptions o;
   o.sharding = o.mapping = false;
-  SearchSpace space(m, c, default_plan(m), o);
+  PoolSpace space(m, c, default_plan(m), o);
   auto rules = portfolio_genes(space);
   SearchSettings st;
   st.budget = 30;

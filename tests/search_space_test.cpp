@@ -38,7 +38,7 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
   SpaceOptions o;
   o.mapping = false;
   o.batching = false;
-  SearchSpace s(m, *c, default_plan(m), o);
+  PoolSpace s(m, *c, default_plan(m), o);
   // Raw genomes: 4^3 factor genes × 4 etp splits × 2 sp × 3 redundant-expert values × 2·3·2·3·3·3·2
   // sharding genes.
   CHECK(s.raw_size() == doctest::Approx(64.0 * 4 * 2 * 3 * 648));
@@ -72,7 +72,7 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
 TEST_CASE("space: encode inverts decode on canonical genomes; equal primes are interchangeable") {
   ModelSpec m = load_model("deepseek-v3");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:4")));
-  SearchSpace s(m, *c, default_plan(m));
+  PoolSpace s(m, *c, default_plan(m));
   Rng rng("test", 7);
   for (int i = 0; i < 300; ++i) {
     Genes g = s.random([&] { return rng.next(); });
@@ -94,7 +94,7 @@ TEST_CASE("space: repair moves an invalid genome to a valid plan") {
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:8")));
   SpaceOptions o;
   o.sharding = o.mapping = o.batching = false;
-  SearchSpace s(m, *c, default_plan(m), o);
+  PoolSpace s(m, *c, default_plan(m), o);
   // Every factor to dp: one GPU holds all 671B parameters → memory overflow.
   Genes all_dp(static_cast<std::size_t>(s.num_decisions()), 0);
   for (int i = 0; i < 6; ++i) all_dp[static_cast<std::size_t>(i)] = 3;
@@ -111,7 +111,7 @@ TEST_CASE("space: repair moves an invalid genome to a valid plan") {
 TEST_CASE("space: valid_values masks tp beyond the NVLink domain and pp beyond the layers") {
   ModelSpec m = load_model("mixtral-8x7b");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:4")));
-  SearchSpace s(m, *c, default_plan(m));
+  PoolSpace s(m, *c, default_plan(m));
   Genes g(static_cast<std::size_t>(s.num_decisions()), 0);  // factors 1–3 → tp = 8
   auto ok = s.valid_values(3, g);
   CHECK(ok[0] == 0);  // a fourth ×2 on tp would make tp = 16 > 8 GPUs per node
@@ -159,6 +159,80 @@ TEST_CASE("portfolio: the rules give classic Megatron for a dense model and wide
   CHECK(rules.count("H5"));
   CHECK(rules.count("H6"));
   // Every rule plan has a genome in the full space.
-  SearchSpace s(ds, *big, default_plan(ds));
+  PoolSpace s(ds, *big, default_plan(ds));
   CHECK(portfolio_genes(s).size() == moe.size());
+}
+
+TEST_CASE("space: a disaggregated space splits the cluster into pools with their own plans, keys and sizes exact") {
+  // llama3-70b on two nodes (dense: fewer genes): one split (8P8D); each pool's 8 GPUs have 3 factor genes.
+  ModelSpec m = load_model("llama3-70b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
+  SpaceOptions o;
+  o.sharding = o.mapping = o.batching = false;
+  o.pools = true;
+  auto s = make_search_space(m, *c, default_plan(m), o);
+  REQUIRE(s->decisions().front().kind == Decision::Kind::PoolSplit);
+  CHECK(s->decisions().front().labels == std::vector<std::string>{"8P8D"});
+  std::map<std::string, Plan> by_key;
+  long canon = 0;
+  s->for_each_canonical([&](const Genes& g) {
+    ++canon;
+    Plan p = s->decode(g);
+    REQUIRE(p.disaggregated());
+    CHECK(p.deg.gpus() == 8);
+    CHECK(p.decode().deg.gpus() == 8);
+    CHECK(p.decode().first_gpu == 8);
+    CHECK(s->canonical(g) == g);
+    Genes back;
+    REQUIRE(s->encode(p, back));
+    CHECK(back == g);
+    auto [it, fresh] = by_key.emplace(s->key(g), p);
+    CHECK(fresh);  // canonical genomes have distinct keys
+    return true;
+  });
+  CHECK(canon == static_cast<long>(s->canonical_size()));
+  // Distinct keys ⇔ distinct plans.
+  std::set<std::string> plans;
+  for (const auto& [k, p] : by_key) plans.insert(plan_to_json(p).dump());
+  CHECK(plans.size() == by_key.size());
+  // A colocated plan is not in the space.
+  Genes g;
+  CHECK(!s->encode(plan_from_string("tp=8,dp=2", 16, plan_defaults(m)), g));
+}
+
+TEST_CASE("space: pool splits are whole nodes; padding genes of smaller pools stay 0") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:3")));  // splits 8P16D and 16P8D
+  SpaceOptions o;
+  o.pools = true;
+  auto s = make_search_space(m, *c, default_plan(m), o);
+  CHECK(s->decisions().front().labels == std::vector<std::string>{"8P16D", "16P8D"});
+  int factors = 0;
+  for (const auto& d : s->decisions()) factors += d.kind == Decision::Kind::Factor;
+  CHECK(factors == 4 + 4);  // each pool padded to 16 GPUs' four factors of 2
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 11;
+  };
+  for (int i = 0; i < 300; ++i) {
+    Genes g = s->random(next);
+    Plan p = s->decode(g);
+    REQUIRE(p.disaggregated());
+    CHECK(p.total_gpus() == 24);
+    CHECK(p.deg.gpus() == (g[0] == 0 ? 8 : 16));
+    Genes r = s->repair(g);
+    CHECK(s->in_range(r));
+    CHECK(s->decode(r).total_gpus() == 24);
+    // The prefill pool's fourth factor gene is padding when it has 8 GPUs: only 0 is valid there.
+    if (g[0] == 0) {
+      const int pad = 1 + 3;
+      CHECK(g[static_cast<std::size_t>(pad)] == 0);
+      std::vector<char> v = s->valid_values(pad, g);
+      CHECK(v[0] == 1);
+      for (std::size_t k = 1; k < v.size(); ++k) CHECK(v[k] == 0);
+    }
+  }
+  CHECK_THROWS_AS(parse_space_options("sharding,pools", "--space"), InputError);
+  CHECK(parse_space_options("all,pools", "--space").pools);
 }

@@ -55,10 +55,6 @@ std::string kv_pool_note(const Plan& plan, const MemoryReport& mem) {
   return o.str();
 }
 
-}  // namespace
-
-namespace {
-
 // Redundant experts: MoE with ep > 1, a multiple of ep, at most one extra copy of every expert.
 void check_redundant_experts(const Plan& plan, const ModelSpec& m, std::vector<Violation>& v) {
   const int n = plan.redundant_experts, ep = plan.deg.ep;
@@ -74,8 +70,8 @@ void check_redundant_experts(const Plan& plan, const ModelSpec& m, std::vector<V
                             " routed experts (at most one extra copy of each)"});
 }
 
-// Checks one pool: a colocated plan, or one pool of a disaggregated plan (which must hold
-// `gpus` GPUs from its first_gpu on).
+}  // namespace
+
 PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluster, int gpus) {
   PlanCheck r;
   auto& v = r.violations;
@@ -174,6 +170,8 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   }
   return r;
 }
+
+namespace {
 
 // Adds a pool's violations (fields under /prefill or /decode) and notes ("prefill pool: …").
 void merge_pool(PlanCheck& into, const PlanCheck& pool, const std::string& name) {

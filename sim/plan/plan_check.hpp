@@ -32,5 +32,8 @@ struct PlanCheck {
 };
 
 PlanCheck check_plan(const Plan& plan, const ModelSpec& model, const Cluster& cluster);
+// One pool alone (its decode_pool ignored): `gpus` GPUs from plan.first_gpu on, which must lie
+// on the cluster. check_plan(colocated plan) = check_pool(plan, …, cluster.num_gpus()).
+PlanCheck check_pool(const Plan& plan, const ModelSpec& model, const Cluster& cluster, int gpus);
 
 }  // namespace shardsim

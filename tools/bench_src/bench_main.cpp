@@ -186,7 +186,7 @@ static void bench_large() {
   in.routing = routing.get();
   ServingEvaluator eval(in);
   Plan base = default_plan(ds);
-  SearchSpace space(ds, c256, base);
+  PoolSpace space(ds, c256, base);
   SearchSettings st;
   st.budget = 60;
   st.threads = 1;
@@ -213,7 +213,7 @@ static void bench_search() {
   in.serving.offline = true;
   ServingEvaluator eval(in);
   Plan base = default_plan(m);
-  SearchSpace space(m, c, base);
+  PoolSpace space(m, c, base);
   auto rules = portfolio_genes(space);
   SearchSettings st;
   st.budget = 60;

@@ -470,7 +470,8 @@ int run(SearchOptions& opt, CLI::App* cmd) {
 
   Plan base = default_plan(L.model);
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);
-  SearchSpace space(L.model, *L.cluster, base, parse_space_options(opt.space, "--space"));
+  const std::unique_ptr<SearchSpace> space_owner = make_search_space(L.model, *L.cluster, base, parse_space_options(opt.space, "--space"));
+  const SearchSpace& space = *space_owner;
 
   auto names = split(opt.optimizers);
   if (names.empty()) throw InputError("--optimizers", opt.optimizers, "no optimizer named");
@@ -515,6 +516,8 @@ void add_search_command(CLI::App& app) {
       "                  --optimizers exhaustive,ga,sa --budget 300 --seeds 5 --out small/\n"
       "  shardsim search --model deepseek-v3 --cluster dgx-h100:32 --objective goodput --slo ttft=2000,tpot=100 \\\n"
       "                  --param ga.population=16,sa.batch=2 --out ds/\n"
+      "  shardsim search --model deepseek-v3 --cluster dgx-h100:8 --space all,pools --rate 6 --objective goodput \\\n"
+      "                  --out pd/            # prefill/decode pools: the split (xPyD) and each pool's plan\n"
       "  shardsim search --resume ds/        # continue a killed or interrupted study\n"
       "Then: shardsim simulate --model … --cluster … --plan results/best-plan.json\n\n"
       "Every finished evaluation is journaled in <out>/journal.jsonl. Ctrl-C (SIGINT) or SIGTERM stops at the\n"
@@ -544,7 +547,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "TBB threads (default: one per core)")->check(CLI::Range(1, 1024));
   cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per evaluation at simgrid fidelity")->capture_default_str();
-  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all")->capture_default_str();
+  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all; add pools to search disaggregated plans (pool split + each pool's plan)")->capture_default_str();
   cmd->add_option("--base", opt->base, "plan for everything not searched (dtypes, fixed blocks); default: the model's defaults");
   cmd->add_option("--param", opt->params, "optimizer settings, e.g. ga.population=64,sa.restart=0.2 (docs/optimizers.md)");
   cmd->add_option("--policy-in", opt->policy_in, "warm-start rl / rl-noattn from this saved policy");

@@ -246,6 +246,8 @@ void add_simulate_command(CLI::App& app) {
       "                    --trace synthetic:n=4000,prompt=lognormal:222:0.6,output=lognormal:290:0.5 --offline\n"
       "  shardsim simulate --model deepseek-v3 --cluster dgx-h100:8 --plan tp=8,ep=8,dp=8 --rate 12      # Poisson, 12 req/s\n"
       "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --concurrency 64  # closed loop\n"
+      "  shardsim simulate --model deepseek-v3 --cluster dgx-h100:4 --plan prefill:attn_dp=16,ep=16/decode:attn_dp=16,ep=16 \\\n"
+      "                    --rate 4              # prefill and decode on separate pools (1P1D), KV sent over the fabric\n"
       "  shardsim simulate --plan megatron --timeline steps.json --requests-csv requests.csv");
   add_sim_options(cmd, opt->in);
   cmd->add_option("--plan,-p", opt->plan, "plan JSON file, compact string (tp=2,dp=4,engine=trtllm,max_seqs=896: degrees, sharding, dtypes, engine settings; docs/plan-format.md) or 'megatron'")->capture_default_str();

@@ -28,7 +28,8 @@ void run(const SpaceCmdOptions& opt) {
   std::unique_ptr<Cluster> cluster(new Cluster(load_cluster(opt.cluster)));
   Plan base = default_plan(model);
   if (!opt.base.empty()) base = load_plan(opt.base, model, *cluster);
-  SearchSpace space(model, *cluster, base, parse_space_options(opt.space, "--space"));
+  const std::unique_ptr<SearchSpace> space_owner = make_search_space(model, *cluster, base, parse_space_options(opt.space, "--space"));
+  const SearchSpace& space = *space_owner;
   std::ostream& o = std::cout;
   o << "search space: " << model.name << " on " << cluster->name() << " (" << cluster->num_gpus() << " GPUs), blocks "
     << to_string(space.options()) << "\n\n";
@@ -41,14 +42,14 @@ void run(const SpaceCmdOptions& opt) {
     o << buf << vals << (dec.ordinal ? "  (ordinal)" : "") << "\n";
   }
   // Validity of the degree assignments (sharding, mapping and batching at their base values).
-  SpaceOptions deg_only{true, false, false, false};
+  SpaceOptions deg_only{true, false, false, false, space.options().pools};
   std::map<std::string, int> reasons;
   long tuples = 0, valid = 0;
   if (space.options().degrees) {
-    SearchSpace ds(model, *cluster, base, deg_only);
-    ds.for_each_canonical([&](const Genes& g) {
+    const std::unique_ptr<SearchSpace> ds = make_search_space(model, *cluster, base, deg_only);
+    ds->for_each_canonical([&](const Genes& g) {
       ++tuples;
-      PlanCheck chk = ds.check(g);
+      PlanCheck chk = ds->check(g);
       if (chk.feasible()) ++valid;
       else ++reasons[chk.violations.front().field];
       return true;
@@ -80,10 +81,11 @@ void add_space_command(CLI::App& app) {
                                  "Megatron rule plans in it.\n\n"
                                  "Examples:\n"
                                  "  shardsim space --model mixtral-8x7b --cluster dgx-h100:2\n"
-                                 "  shardsim space --model deepseek-v3 --cluster dgx-h100:32 --space degrees,sharding");
+                                 "  shardsim space --model deepseek-v3 --cluster dgx-h100:32 --space degrees,sharding\n"
+                                 "  shardsim space --model mixtral-8x7b --cluster dgx-h100:4 --space all,pools   # prefill/decode pools");
   cmd->add_option("--model,-m", opt->model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--cluster,-c", opt->cluster, "cluster shorthand or JSON")->capture_default_str();
-  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all")->capture_default_str();
+  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all; add pools for disaggregated plans")->capture_default_str();
   cmd->add_option("--base", opt->base, "plan for everything not searched");
   cmd->callback([opt] { run(*opt); });
 }
