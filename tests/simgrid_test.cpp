@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <numeric>
 #include <map>
 #include <memory>
 #include <string>
@@ -372,4 +373,41 @@ TEST_CASE("simgrid: KV transfers between pools share an oversubscribed spine, th
     CHECK(analytic[i] == doctest::Approx(0.001 + alone));  // distinct GPUs: nothing queues
     CHECK(simgrid[i] - 0.001 > 1.5 * alone);                // half the spine for every flow
   }
+}
+
+TEST_CASE("simgrid: an all-to-all into one hot GPU is forwarded on the receive side, in both executors") {
+  // Every GPU of node 0 sends 64 MB to GPU 8 (node 1, rail 0). Send-side PXN would push all 512 MB
+  // through rail 0's NICs; receive-side forwarding sends each GPU's bytes on its own rail and fans
+  // them in over node 1's NVLink.
+  const Cluster& c = cluster("dgx-h100:2");
+  const double B = 64e6;
+  std::vector<int> gpus(16);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  std::vector<double> hot(16 * 16, 0), uniform(16 * 16, B / 16);
+  for (int i = 0; i < 8; ++i) hot[static_cast<std::size_t>(i * 16 + 8)] = B;
+  for (int i = 0; i < 16; ++i) uniform[static_cast<std::size_t>(i * 16 + i)] = 0;
+  CollectiveModel m;
+  CHECK(all_to_all_routing(c, gpus, hot, m) == A2aRouting::ReceiveSide);
+  CHECK(all_to_all_routing(c, gpus, uniform, m) == A2aRouting::SendSide);
+  const double nic = c.injection_bw(0) * c.collective_efficiency().network;
+  const double nv = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
+  const double t = all_to_all_time(c, gpus, hot, m);
+  CHECK(t < 8 * B / nic);                                     // what send-side PXN would take at least
+  CHECK(t > std::max(B / nic, 7 * B / nv));                   // one rail each, 7 forwarded over NVLink
+  CHECK(t < std::max(B / nic, 7 * B / nv) * 1.05 + 1e-4);
+  StepProgram p;
+  p.rank_gpu = gpus;
+  std::vector<int> ranks(16);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  StepOp op;
+  op.type = OpType::Collective;
+  op.cls = OpClass::EpDispatch;
+  op.coll = CollKind::AllToAll;
+  op.group = p.add_group(ranks);
+  p.a2a.push_back(hot);
+  op.matrix = 0;
+  p.add(op, {});
+  Both b = run_both(c, p);
+  CHECK(b.analytic.makespan == doctest::Approx(t));
+  CHECK(b.ratio() == doctest::Approx(1.0).epsilon(0.03));
 }

@@ -358,16 +358,18 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
   }
 
   // All-to-all from a p×p byte matrix. NVLink pairs go direct. A network pair a → b (node i → node
-  // j, rail r') goes as NCCL PXN sends it: over NVLink to node i's GPU on rail r' (when it is in the
-  // group), then over rail r' to b; the network legs of node i to b merge into one flow, the NVLink
-  // legs of a to one proxy into one flow. Both legs start at once (NCCL pipelines chunks through the
-  // proxy). NVLink flows are scaled by (route bandwidth / (NVLink bw × a2a efficiency)) so that,
+  // j, rails r → r') goes the way all_to_all_routing() picks (collective_cost.hpp): as NCCL PXN sends
+  // it, over NVLink to node i's GPU on rail r' (when it is in the group), then over rail r' to b; or
+  // as DeepEP forwards it, over rail r to node j's GPU on rail r, then over NVLink to b. Legs through
+  // one proxy merge into one flow per (sender, proxy) and (proxy, receiver). Both legs start at once
+  // (chunks are pipelined through the proxy). NVLink flows are scaled by (route bandwidth / (NVLink bw × a2a efficiency)) so that,
   // alone, they run at the achieved all-to-all NVLink rate the analytic formula uses.
   void all_to_all(int op, const std::vector<int>& m, const std::vector<double>& mat, double analytic_dur, int from,
                   int to) {
     const std::size_t p = m.size();
     const int gpn = cluster.gpus_per_node();
     const bool pxn = gpn > 1 && cluster.fabric().kind != "links";
+    const bool receive_side = pxn && all_to_all_routing(cluster, m, mat, coll) == A2aRouting::ReceiveSide;
     if (gpu_pos.empty()) gpu_pos.assign(static_cast<std::size_t>(cluster.num_gpus()), -1);
     for (std::size_t i = 0; i < p; ++i) gpu_pos[static_cast<std::size_t>(m[i])] = static_cast<int>(i);
     nv.assign(p * p, 0);
@@ -379,6 +381,16 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
         const int ga = m[i], gb = m[j];
         if (cluster.same_nvlink_domain(ga, gb)) {
           nv[i * p + j] += b;
+          continue;
+        }
+        if (receive_side) {
+          const int x = gpu_pos[static_cast<std::size_t>(cluster.node_of(gb) * gpn + cluster.rail_of(ga))];
+          if (x < 0) {
+            net[i * p + j] += b;
+          } else {
+            net[i * p + static_cast<std::size_t>(x)] += b;
+            if (static_cast<std::size_t>(x) != j) nv[static_cast<std::size_t>(x) * p + j] += b;
+          }
           continue;
         }
         const int x = pxn ? gpu_pos[static_cast<std::size_t>(cluster.node_of(ga) * gpn + cluster.rail_of(gb))] : -1;

@@ -173,17 +173,29 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
 
 namespace {
 
-double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
-                     const CollectiveModel& m) {
+double busiest_port_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                         const CollectiveModel& m, A2aRouting routing);
+
+}  // namespace
+
+A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                              const CollectiveModel& m) {
+  if (gpus.size() <= 1 || c.gpus_per_node() <= 1) return A2aRouting::SendSide;
+  const double send = busiest_port_time(c, gpus, matrix, m, A2aRouting::SendSide);
+  const double recv = busiest_port_time(c, gpus, matrix, m, A2aRouting::ReceiveSide);
+  return recv < send ? A2aRouting::ReceiveSide : A2aRouting::SendSide;
+}
+
+namespace {
+
+// The busiest NVLink port or NIC of an all-to-all routed one way (see all_to_all_routing in the
+// header), seconds, without latencies. NVLink and NICs work at once; NICs are slots (group node
+// index × rails).
+double busiest_port_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                         const CollectiveModel& m, A2aRouting routing) {
   const std::size_t p = gpus.size();
-  if (p <= 1) return 0;
   const auto& eff = c.collective_efficiency();
   const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
-  // PXN (as NCCL does): bytes for a GPU on rail r of another node first cross NVLink to this
-  // node's GPU on rail r, then leave through that GPU's NIC. So NVLink carries intra-node bytes
-  // plus forwarded ones, and each (node, rail) NIC carries everything its node sends to rail r
-  // elsewhere, and everything other nodes send to its own GPU. NVLink and NICs work at once; the
-  // busiest NVLink port or NIC sets the time. NICs are slots (group node index × rails).
   const int rails = c.gpus_per_node();
   std::vector<int> node(p), rail(p), node_index(p);
   std::vector<int> nodes;  // distinct nodes in order of appearance
@@ -202,7 +214,6 @@ double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::
     nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
     proxy[slot(node_index[i], rail[i])] = static_cast<int>(i);
   }
-  bool any_net = false;
   for (std::size_t i = 0; i < p; ++i)
     for (std::size_t j = 0; j < p; ++j) {
       double b = matrix[i * p + j];
@@ -212,23 +223,29 @@ double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::
         nv_in[j] += b;
         continue;
       }
-      any_net = true;
-      const std::size_t out = slot(node_index[i], rail[j]);
-      if (rail[j] != rail[i]) {  // the NVLink leg to the proxy GPU
-        nv_out[i] += b;
-        if (proxy[out] >= 0) nv_in[static_cast<std::size_t>(proxy[out])] += b;
+      if (routing == A2aRouting::SendSide) {  // NVLink to node i's GPU on rail(j), then rail(j)
+        const std::size_t out = slot(node_index[i], rail[j]);
+        if (rail[j] != rail[i]) {
+          nv_out[i] += b;
+          if (proxy[out] >= 0) nv_in[static_cast<std::size_t>(proxy[out])] += b;
+        }
+        if (nic_gpu[out] < 0) nic_gpu[out] = gpus[i];
+        nic_out[out] += b;
+        nic_in[slot(node_index[j], rail[j])] += b;
+      } else {  // rail(i) to node j's GPU on rail(i), then NVLink to j
+        const std::size_t in = slot(node_index[j], rail[i]);
+        nic_out[slot(node_index[i], rail[i])] += b;
+        if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
+          nic_in[slot(node_index[j], rail[j])] += b;
+          continue;
+        }
+        nic_in[in] += b;
+        if (rail[j] != rail[i]) {
+          nv_out[static_cast<std::size_t>(proxy[in])] += b;
+          nv_in[j] += b;
+        }
       }
-      if (nic_gpu[out] < 0) nic_gpu[out] = gpus[i];
-      nic_out[out] += b;
-      nic_in[slot(node_index[j], rail[j])] += b;
     }
-  double latency = hop(c, gpus[0], gpus[1], m).alpha;
-  if (any_net)
-    for (std::size_t j = 1; j < p; ++j)
-      if (node[j] != node[0]) {
-        latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
-        break;
-      }
   double worst = 0;
   for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, std::max(nv_out[i], nv_in[i]) / nv_bw);
   for (std::size_t k = 0; k < slots; ++k) {
@@ -236,7 +253,26 @@ double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::
     double net_bw = c.injection_bw(nic_gpu[k]) * eff.network;
     if (net_bw > 0) worst = std::max(worst, std::max(nic_out[k], nic_in[k]) / net_bw);
   }
-  return latency + worst;
+  return worst;
+}
+
+double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                     const CollectiveModel& m) {
+  const std::size_t p = gpus.size();
+  if (p <= 1) return 0;
+  bool any_net = false;
+  for (std::size_t i = 0; i < p && !any_net; ++i)
+    for (std::size_t j = 0; j < p && !any_net; ++j)
+      any_net = i != j && matrix[i * p + j] > 0 && c.node_of(gpus[i]) != c.node_of(gpus[j]);
+  double latency = hop(c, gpus[0], gpus[1], m).alpha;
+  if (any_net)
+    for (std::size_t j = 1; j < p; ++j)
+      if (c.node_of(gpus[j]) != c.node_of(gpus[0])) {
+        latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
+        break;
+      }
+  const A2aRouting r = all_to_all_routing(c, gpus, matrix, m);
+  return latency + busiest_port_time(c, gpus, matrix, m, r);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 // Thread-safety: pure functions of a const Cluster.
 #pragma once
 
+#include <cstdint>
+
 #include <array>
 #include <vector>
 
@@ -68,6 +70,16 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
 // call latency + algorithm time.
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
+// How an all-to-all's inter-node bytes (a on node i, rail r → b on node j, rail r') cross the nodes:
+//   SendSide     NCCL's PXN: NVLink to node i's GPU on rail r', then rail r' to b; b's own NIC
+//                receives everything sent to it;
+//   ReceiveSide  DeepEP's forwarding: rail r to node j's GPU on rail r, then NVLink to b; a GPU
+//                that receives far more than it sends spreads its inbound bytes over every rail.
+// all_to_all_routing() picks the one whose busiest NVLink port or NIC finishes first (ties: SendSide);
+// both executors route by it.
+enum class A2aRouting : std::uint8_t { SendSide, ReceiveSide };
+A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                              const CollectiveModel& m = {});
 // Time of an all-to-all with a per-pair byte matrix (row = sender), p × p, call latency included.
 double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
                        const CollectiveModel& m = {});
