@@ -46,9 +46,15 @@ void check_loaded_plan(const Plan& p) {
   std::string s;
   must("plan_to_json", [&] { j = plan_to_json(p); });
   must("plan_to_string", [&] { s = plan_to_string(p); });
-  auto same_layout = [&](const Plan& q) {
-    return q.deg == p.deg && q.sharding == p.sharding && q.mapping == p.mapping && q.dtypes == p.dtypes &&
-           q.allow_cross_node_tp == p.allow_cross_node_tp;
+  auto same_pool = [](const Plan& a, const Plan& b) {
+    return a.deg == b.deg && a.sharding == b.sharding && a.mapping == b.mapping && a.dtypes == b.dtypes &&
+           a.allow_cross_node_tp == b.allow_cross_node_tp && a.first_gpu == b.first_gpu;
+  };
+  auto same_layout = [&](const Plan& q) {  // both pools of a disaggregated plan
+    return same_pool(q, p) && q.disaggregated() == p.disaggregated() && (!p.disaggregated() || same_pool(q.decode(), p.decode()));
+  };
+  auto folded = [](const Plan& a) {
+    return static_cast<long long>(a.deg.ep) * a.deg.etp == static_cast<long long>(a.deg.tp) * a.deg.attn_dp;
   };
   // The JSON form holds every setting: it loads back to the same plan. Engine numbers are printed
   // with 12 significant digits, so they are compared as written (the JSON is a fixed point).
@@ -61,7 +67,7 @@ void check_loaded_plan(const Plan& p) {
   // MoE fold (ep × etp = tp × attn_dp, without which no plan is feasible) to the same layout.
   Plan from_string;
   must("plan_from_string(plan_to_string(p))", [&] { from_string = plan_from_string(s, gpus, plan_defaults()); });
-  if (static_cast<long long>(p.deg.ep) * p.deg.etp == static_cast<long long>(p.deg.tp) * p.deg.attn_dp)
+  if (folded(p) && (!p.disaggregated() || folded(p.decode())))
     FUZZ_CHECK(same_layout(from_string), "plan_to_string loads back to a different plan: \"" + s + "\"");
   must("check_plan", [&] {
     PlanCheck c = check_plan(p, plan_world().model, plan_world().cluster);

@@ -93,6 +93,10 @@ void run_check(const PlanOptions& o) {
       << fmt("%.1fB active)\n", model.active_params() / 1e9);
   out << "cluster   " << cluster.name() << "  (" << cluster.num_gpus() << " × " << cluster.gpu().name << ", "
       << cluster.gpus_per_node() << " per NVLink domain)\n";
+  if (plan.disaggregated())
+    out << "pools     prefill GPUs 0–" << plan.deg.gpus() - 1 << " (" << plan_to_string(plan.prefill()) << "), decode GPUs "
+        << plan.decode().first_gpu << "–" << plan.total_gpus() - 1 << " (" << plan_to_string(plan.decode())
+        << "); the details below are the prefill pool's, the notes both pools' (docs/disaggregation.md)\n";
   out << "degrees   dp=" << d.dp << " pp=" << d.pp << " tp=" << d.tp << " attn_dp=" << d.attn_dp << " sp=" << d.sp;
   if (model.is_moe()) out << "   MoE: ep=" << d.ep << " etp=" << d.etp;
   out << "\nsharding ";
