@@ -94,6 +94,16 @@ TEST_CASE("redundant experts: the plan field, its checks and its memory") {
   CHECK(field_of("tp=8,etp=8,redundant_experts=8") == "/redundant_experts");            // ep = 1
   CHECK(field_of("tp=1,attn_dp=8,ep=8,redundant_experts=16") == "/redundant_experts");  // more than the experts
   CHECK(field_of("tp=8,redundant_experts=8", "llama3-70b") == "/redundant_experts");    // dense
+  // EP72 for 256 experts (SGLang's decode pool): only with slots rounded up to 288.
+  const ModelSpec ds = load_model("deepseek-v3");
+  const Cluster nine = load_cluster("dgx-h100:9");
+  PlanCheck ep72 = check_plan(plan_from_string("attn_dp=72,ep=72", 72, plan_defaults(ds)), ds, nine);
+  REQUIRE(!ep72.feasible());
+  CHECK(ep72.violations.front().field == "/degrees/ep");
+  CHECK(check_plan(plan_from_string("attn_dp=72,ep=72,redundant_experts=32", 72, plan_defaults(ds)), ds, nine).feasible());
+  PlanCheck odd = check_plan(plan_from_string("attn_dp=72,ep=72,redundant_experts=40", 72, plan_defaults(ds)), ds, nine);
+  REQUIRE(!odd.feasible());
+  CHECK(odd.violations.front().field == "/redundant_experts");
 }
 
 TEST_CASE("redundant experts: under skewed routing they cut the slowest EP rank's expert time in prefill") {

@@ -72,7 +72,8 @@ struct Plan {
   Dtypes dtypes;
   bool allow_cross_node_tp = false;                   // permit TP/ETP groups spanning NVLink domains
   // Redundant experts (EPLB, sim/step/expert_layout.hpp): extra expert slots per EP group, a
-  // multiple of ep (each EP rank then holds (experts + N) / ep); hot experts are replicated on
+  // such that experts + N is a multiple of ep (each EP rank then holds (experts + N) / ep; 256 + 32
+  // slots allow EP72); hot experts are replicated on
   // them from the routing's measured loads and their tokens split between the replicas.
   int redundant_experts = 0;
   // The cluster GPU of this plan's rank 0: 0, except for the decode pool of a disaggregated plan,

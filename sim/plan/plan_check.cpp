@@ -55,15 +55,17 @@ std::string kv_pool_note(const Plan& plan, const MemoryReport& mem) {
   return o.str();
 }
 
-// Redundant experts: MoE with ep > 1, a multiple of ep, at most one extra copy of every expert.
+// Redundant experts: MoE with ep > 1, experts + N a multiple of ep (every EP rank holds the same
+// number of slots; 256 + 32 = 288 slots make EP72 possible), at most one extra copy of every expert.
 void check_redundant_experts(const Plan& plan, const ModelSpec& m, std::vector<Violation>& v) {
   const int n = plan.redundant_experts, ep = plan.deg.ep;
   if (n == 0) return;
   const std::string field = "/redundant_experts";
   if (!m.is_moe()) v.push_back({field, std::to_string(n) + " redundant experts but " + m.name + " has no experts"});
   else if (ep == 1) v.push_back({field, "redundant experts need expert parallelism (ep > 1); ep = 1 holds every expert on every GPU"});
-  else if (n % ep != 0)
-    v.push_back({field, std::to_string(n) + " redundant slots are not a multiple of ep=" + std::to_string(ep) +
+  else if ((m.experts + n) % ep != 0)
+    v.push_back({field, std::to_string(m.experts) + " experts + " + std::to_string(n) + " redundant slots = " +
+                            std::to_string(m.experts + n) + " slots, not a multiple of ep=" + std::to_string(ep) +
                             " (every EP rank holds the same number of slots)"});
   else if (n > m.experts)
     v.push_back({field, std::to_string(n) + " redundant slots exceed the " + std::to_string(m.experts) +
@@ -113,8 +115,9 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
 
   bool fp8 = plan.dtypes.weights == Dtype::FP8;
   if (m.is_moe()) {
-    if (m.experts % d.ep != 0)
-      v.push_back({"/degrees/ep", "ep=" + s(d.ep) + " does not divide the " + s(m.experts) + " routed experts"});
+    if (m.experts % d.ep != 0 && plan.redundant_experts == 0)  // with redundant slots: check_redundant_experts
+      v.push_back({"/degrees/ep", "ep=" + s(d.ep) + " does not divide the " + s(m.experts) +
+                                      " routed experts (redundant_experts can round the slots up to a multiple)"});
     if (plan.shard(Op::ExpertUp) != Shard::Replicate || plan.shard(Op::ExpertDown) != Shard::Replicate) {
       if (m.expert_ffn % d.etp != 0)
         v.push_back({"/degrees/etp", "etp=" + s(d.etp) + " does not divide the expert FFN width " + s(m.expert_ffn)});

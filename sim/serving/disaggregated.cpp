@@ -102,17 +102,27 @@ SteadyWindow overlap(const ServingResult& pre, const ServingResult& dec, const S
 
 }  // namespace
 
+Plan prefill_pool(const Plan& plan) {
+  Plan p = plan.prefill();
+  p.engine.max_output = 1;  // each request is sent to the prefill pool with max_tokens = 1
+  return p;
+}
+
+RequestTrace prefill_trace(const RequestTrace& trace) {
+  RequestTrace t = trace;
+  for (auto& r : t.requests) r.output_tokens = 1;
+  return t;
+}
+
 ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                                   const ServingOptions& options, const PoolServer& serve_pool, const TransferTimer& transfer) {
   if (options.concurrency > 0)
     throw std::invalid_argument("serve_disaggregated: closed-loop clients (concurrency) are not supported");
   const Plan decode = plan.decode();
-  Plan prefill = plan.prefill();
-  prefill.engine.max_output = 1;  // each request is sent to the prefill pool with max_tokens = 1
+  const Plan prefill = prefill_pool(plan);
 
   // 1. Prefill pool.
-  RequestTrace pre_trace = trace;
-  for (auto& r : pre_trace.requests) r.output_tokens = 1;
+  const RequestTrace pre_trace = prefill_trace(trace);
   ServingOptions pre_opt = options;
   pre_opt.timeline_steps = 0;
   pre_opt.decode_slots.clear();

@@ -29,6 +29,11 @@ namespace shardsim {
 // Serves one pool (a plain Plan) under the caller's executor or fidelity tier.
 using PoolServer = std::function<ServingResult(const Plan& pool, const RequestTrace& trace, const ServingOptions& options)>;
 
+// The prefill pool as phase 1 runs it: the plan's prefill pool with max_output = 1, serving
+// `trace` with every output set to one token.
+Plan prefill_pool(const Plan& plan);
+RequestTrace prefill_trace(const RequestTrace& trace);
+
 ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                                   const ServingOptions& options, const PoolServer& serve_pool, const TransferTimer& transfer);
 

@@ -8,7 +8,8 @@
 // on DGX-H100 and H200 (throughput, TTFT and TPOT p50/p99), and TensorRT-LLM's published
 // Mixtral-8x7B / 8x22B throughputs — each end-to-end row set up as the published run was (engine
 // limits, dtypes, length distribution, arrival process), compared like with like (steady state
-// for MLPerf, makespan for trtllm-bench). A check row that misses its target and whose cause is
+// for MLPerf, makespan for trtllm-bench), and SGLang's DeepSeek-V3 prefill and decode pools on H100
+// (each phase alone, as published). A check row that misses its target and whose cause is
 // understood carries `known_miss` (the cause); tests assert every other check row is inside.
 // Collective rows run one-operation step programs through the given executor; end-to-end rows run
 // the serving loop. Thread-safety: run_validation is pure given a thread-safe executor factory.

@@ -102,7 +102,7 @@ std::pair<double, double> ExpertLayout::imbalance(const MeasuredLoads& loads) co
     const int E = static_cast<int>(w.size());
     std::vector<double> contiguous(static_cast<std::size_t>(ep_), 0.0), mine(static_cast<std::size_t>(ep_), 0.0);
     for (int x = 0; x < E; ++x) {
-      contiguous[static_cast<std::size_t>(std::min(ep_ - 1, x / std::max(1, E / ep_)))] += w[static_cast<std::size_t>(x)];
+      contiguous[static_cast<std::size_t>(std::min(ep_ - 1, x * ep_ / std::max(1, E)))] += w[static_cast<std::size_t>(x)];
       if (replicas_.empty()) {
         mine[static_cast<std::size_t>(rank_of_slot(x))] += w[static_cast<std::size_t>(x)];
         continue;

@@ -40,7 +40,7 @@ class ExpertLayout {
  public:
   // Contiguous blocks, no replicas (every layer the same).
   ExpertLayout(int experts, int ep);
-  // EPLB: `redundant` extra slots (a multiple of ep), placed per layer from `loads`.
+  // EPLB: `redundant` extra slots (experts + redundant a multiple of ep), placed per layer from `loads`.
   ExpertLayout(const MeasuredLoads& loads, int ep, int redundant);
   // EP-rank load max/mean under `loads` (mean over layers), each expert's load split evenly over
   // its replicas: {with contiguous placement, with this layout}.

@@ -126,7 +126,8 @@ void add_validate_command(CLI::App& app) {
       "validate",
       "Recompute the validation tables: calibration rows (H100 kernel times and 8-GPU NCCL collectives,\n"
       "each setting a constant) and check rows (collectives on 2, 4 and 32 GPUs; MLPerf Inference v4.1\n"
-      "Llama-2-70B Offline and Server on DGX-H100 and 8×H200; TensorRT-LLM Mixtral throughputs), each\n"
+      "Llama-2-70B Offline and Server on DGX-H100 and 8×H200; TensorRT-LLM Mixtral throughputs; SGLang's\n"
+      "DeepSeek-V3 prefill and decode pools on H100), each\n"
       "set up as the published run was.\n\n"
       "Examples:\n"
       "  shardsim validate\n"
