@@ -117,13 +117,15 @@ void DisaggregatedSpace::put(Genes& g, int s, int pool, const Genes& child) cons
   }
 }
 
-Genes DisaggregatedSpace::canonical(const Genes& g) const {
+Genes DisaggregatedSpace::each_pool(const Genes& g, Genes (PoolSpace::*f)(const Genes&) const) const {
   const int s = split_of(g);
   Genes out(static_cast<std::size_t>(num_decisions()), 0);
   out[0] = s;
-  for (int k = 0; k < 2; ++k) put(out, s, k, splits_[static_cast<std::size_t>(s)].pools[k]->canonical(child_genes(g, s, k)));
+  for (int k = 0; k < 2; ++k) put(out, s, k, (splits_[static_cast<std::size_t>(s)].pools[k].get()->*f)(child_genes(g, s, k)));
   return out;
 }
+
+Genes DisaggregatedSpace::canonical(const Genes& g) const { return each_pool(g, &PoolSpace::canonical); }
 
 std::string DisaggregatedSpace::key(const Genes& g) const {
   const int s = split_of(g);
@@ -157,13 +159,7 @@ bool DisaggregatedSpace::encode(const Plan& plan, Genes& out) const {
 
 PlanCheck DisaggregatedSpace::check(const Genes& g) const { return check_plan(decode(g), model_, cluster_); }
 
-Genes DisaggregatedSpace::repair(const Genes& g) const {
-  const int s = split_of(g);
-  Genes out(static_cast<std::size_t>(num_decisions()), 0);
-  out[0] = s;
-  for (int k = 0; k < 2; ++k) put(out, s, k, splits_[static_cast<std::size_t>(s)].pools[k]->repair(child_genes(g, s, k)));
-  return out;
-}
+Genes DisaggregatedSpace::repair(const Genes& g) const { return each_pool(g, &PoolSpace::repair); }
 
 std::vector<char> DisaggregatedSpace::valid_values(int d, const Genes& prefix) const {
   std::vector<char> out(static_cast<std::size_t>(decisions_[static_cast<std::size_t>(d)].size()), 0);

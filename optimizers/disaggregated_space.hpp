@@ -56,6 +56,8 @@ class DisaggregatedSpace final : public SearchSpace {
   int split_of(const Genes& g) const;
   Genes child_genes(const Genes& g, int s, int pool) const;
   void put(Genes& g, int s, int pool, const Genes& child) const;
+  // The genome with each pool's genes replaced by f of them (canonical, repair); the split kept.
+  Genes each_pool(const Genes& g, Genes (PoolSpace::*f)(const Genes&) const) const;
 
   const ModelSpec& model_;
   const Cluster& cluster_;
