@@ -222,8 +222,9 @@ void run(const SimulateOptions& opt) {
   }
   if (!opt.timeline_out.empty()) {
     std::vector<int> gpus;
-    PlanLayout layout(plan);
-    for (int s = 0; s < plan.deg.pp; ++s)
+    const Plan& shown = plan.disaggregated() ? plan.decode() : plan;  // a disaggregated run's timeline is its decode pool's
+    PlanLayout layout(shown);
+    for (int s = 0; s < shown.deg.pp; ++s)
       for (int g : layout.unit(s, 0)) gpus.push_back(g);
     write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus));
   }
