@@ -75,6 +75,13 @@ RankCoord PlanLayout::coord(int g) const {
   return c;
 }
 
+std::vector<int> PlanLayout::replica(int dp) const {
+  std::vector<int> out;
+  for (int s = 0; s < deg_.pp; ++s)
+    for (int g : unit(s, dp)) out.push_back(g);
+  return out;
+}
+
 std::vector<int> PlanLayout::unit(int pp, int dp) const {
   std::vector<int> out;
   for (int a = 0; a < deg_.attn_dp; ++a)

@@ -46,6 +46,8 @@ class PlanLayout {
   std::vector<std::vector<int>> groups(GroupKind kind) const;
   // The GPUs of one unit (stage `pp` of replica `dp`) in unit-local order u.
   std::vector<int> unit(int pp, int dp) const;
+  // The GPUs of replica `dp` in rank order: stage by stage, unit order inside (a step program's ranks).
+  std::vector<int> replica(int dp) const;
 
   const Degrees& degrees() const { return deg_; }
 

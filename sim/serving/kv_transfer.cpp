@@ -9,18 +9,6 @@
 
 namespace shardsim {
 
-namespace {
-
-// The GPUs of one replica in rank order (stage by stage, unit order inside).
-std::vector<int> replica_gpus(const PlanLayout& layout, int replica) {
-  std::vector<int> out;
-  for (int s = 0; s < layout.degrees().pp; ++s)
-    for (int g : layout.unit(s, replica)) out.push_back(g);
-  return out;
-}
-
-}  // namespace
-
 KvTransferProgram kv_transfer_program(const Plan& disagg, const MemoryReport& decode_memory,
                                       const std::vector<KvHandoff>& handoffs) {
   KvTransferProgram out;
@@ -39,7 +27,7 @@ KvTransferProgram kv_transfer_program(const Plan& disagg, const MemoryReport& de
   StepProgram& p = out.program;
   for (std::size_t i : order) {
     const KvHandoff& h = handoffs[i];
-    const std::vector<int> src = replica_gpus(pl, h.prefill_replica);
+    const std::vector<int> src = pl.replica(h.prefill_replica);
     int k = 0;
     for (int s = 0; s < decode.deg.pp; ++s) {
       const double per_token = decode_memory.stages.at(static_cast<std::size_t>(s)).kv_per_token;

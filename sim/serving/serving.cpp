@@ -662,14 +662,6 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
   return w;
 }
 
-// The GPUs of a replica in rank order (stage by stage, unit order inside).
-std::vector<int> replica_gpus(const PlanLayout& layout, int pp, int replica) {
-  std::vector<int> out;
-  for (int s = 0; s < pp; ++s)
-    for (int g : layout.unit(s, replica)) out.push_back(g);
-  return out;
-}
-
 // True when two replicas' steps cost the same to the analytic executor: rank by rank the same
 // rail, NIC bandwidth and NVLink domain pattern, and pair by pair routes of the same latency,
 // bottleneck and kind. (All the collective formulas read; sim/step/collective_cost.cpp.)
@@ -694,7 +686,7 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
   std::vector<std::vector<int>> gpus;
   std::vector<int> firsts;
   for (int r = 0; r < plan.deg.dp; ++r) {
-    gpus.push_back(replica_gpus(layout, plan.deg.pp, r));
+    gpus.push_back(layout.replica(r));
     cls[static_cast<std::size_t>(r)] = r;
     for (int f : firsts)
       if (same_costs(cluster, gpus[static_cast<std::size_t>(f)], gpus.back())) {

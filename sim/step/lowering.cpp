@@ -24,8 +24,7 @@ Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& clus
                    int replica, LoweringOptions options)
     : plan_(plan), model_(model), cluster_(cluster), routing_(routing), options_(std::move(options)), layout_(plan) {
   const Degrees& d = plan_.deg;
-  for (int s = 0; s < d.pp; ++s)
-    for (int g : layout_.unit(s, replica)) rank_gpu_.push_back(g);
+  rank_gpu_ = layout_.replica(replica);
   stages_ = stage_layers(model_.layers, d.pp);
   int j = 0;
   for (int l = 0; l < model_.layers; ++l) moe_index_.push_back(model_.is_moe_layer(l) ? j++ : -1);

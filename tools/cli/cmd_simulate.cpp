@@ -221,12 +221,8 @@ void run(const SimulateOptions& opt) {
     write_file_atomically(opt.json_out, j.dump(2) + "\n");
   }
   if (!opt.timeline_out.empty()) {
-    std::vector<int> gpus;
     const Plan& shown = plan.disaggregated() ? plan.decode() : plan;  // a disaggregated run's timeline is its decode pool's
-    PlanLayout layout(shown);
-    for (int s = 0; s < shown.deg.pp; ++s)
-      for (int g : layout.unit(s, 0)) gpus.push_back(g);
-    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus));
+    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, PlanLayout(shown).replica(0)));
   }
   if (!opt.csv_out.empty()) write_file_atomically(opt.csv_out, requests_to_csv(r, so));
 }
