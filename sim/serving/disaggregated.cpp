@@ -2,9 +2,11 @@
 #include "sim/serving/disaggregated.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "sim/plan/memory_model.hpp"
+#include "sim/serving/metrics.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "workloads/request_trace.hpp"
 
@@ -48,12 +50,6 @@ PoolReport pool_report(const Plan& pool, const ServingResult& r, double span) {
   p.memory = r.memory;
   p.experts = r.experts;
   return p;
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
 }
 
 // Hands every prefilled request with more than one token to output to a decode replica and group:
@@ -176,7 +172,7 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
   }
   out.emissions.insert(out.emissions.end(), dec.emissions.begin(), dec.emissions.end());
   std::sort(out.emissions.begin(), out.emissions.end());
-  double first_arrival = 0;
+  double first_arrival = out.requests.empty() ? 0 : std::numeric_limits<double>::infinity();
   for (const auto& r : out.requests) {
     if (r.completed) out.makespan = std::max(out.makespan, r.finish);
     first_arrival = std::min(first_arrival, r.arrival);
@@ -198,27 +194,18 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
   d.transfers = static_cast<long>(handoffs.size());
   d.bytes = program.bytes;
   std::vector<double> took, wait;
-  double alone_sum = 0;
-  for (std::size_t k = 0; k < handoffs.size(); ++k) {
-    const RequestResult& r = out.requests[static_cast<std::size_t>(handoffs[k].req)];
+  for (const KvHandoff& h : handoffs) {
+    const RequestResult& r = out.requests[static_cast<std::size_t>(h.req)];
     took.push_back(r.kv_arrived - r.prefilled);
-    alone_sum += alone[k];
     if (r.completed) wait.push_back(r.first_token - r.kv_arrived);
   }
-  if (!took.empty()) {
-    double sum = 0;
-    for (double x : took) sum += x;
-    d.transfer_mean = sum / static_cast<double>(took.size());
-    d.transfer_p50 = quantile(took, 0.5);
-    d.transfer_p99 = quantile(took, 0.99);
-    d.transfer_max = quantile(took, 1.0);
-    d.alone_mean = alone_sum / static_cast<double>(took.size());
-  }
-  if (!wait.empty()) {
-    double sum = 0;
-    for (double x : wait) sum += x;
-    d.decode_wait_mean = sum / static_cast<double>(wait.size());
-  }
+  const Percentiles t = percentiles(std::move(took));  // nearest rank, as every percentile of a run
+  d.transfer_mean = t.mean;
+  d.transfer_p50 = t.p50;
+  d.transfer_p99 = t.p99;
+  d.transfer_max = t.max;
+  d.alone_mean = percentiles(std::move(alone)).mean;
+  d.decode_wait_mean = percentiles(std::move(wait)).mean;
   return out;
 }
 
