@@ -76,12 +76,6 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
   }
 }
 
-std::vector<int> DisaggregatedSpace::prefill_gpus() const {
-  std::vector<int> out;
-  for (const auto& s : splits_) out.push_back(s.prefill_gpus);
-  return out;
-}
-
 int DisaggregatedSpace::slot_of(int s, int pool, int child) const {
   const int f = count_factors(*splits_[static_cast<std::size_t>(s)].pools[pool]);
   return first_[pool] + (child < f ? child : factors_[pool] + child - f);

@@ -30,8 +30,9 @@ class DisaggregatedSpace final : public SearchSpace {
   const Cluster& cluster() const override { return cluster_; }
   const Plan& base() const override { return base_; }
   const SpaceOptions& options() const override { return options_; }
-  // The prefill pool's GPUs of each value of the split gene.
-  std::vector<int> prefill_gpus() const;
+  // The values of the split gene, and the space of pool k (0 prefill, 1 decode) at split s.
+  int splits() const { return static_cast<int>(splits_.size()); }
+  const PoolSpace& pool(int s, int k) const { return *splits_.at(static_cast<std::size_t>(s)).pools[k]; }
 
   Plan decode(const Genes& g) const override;
   // False for a colocated plan, or one whose prefill pool is not one of the splits.

@@ -124,17 +124,17 @@ namespace {
 
 // A disaggregated space's rule plans: at every split, each rule applied to both pools.
 std::vector<RulePlan> pool_portfolio(const DisaggregatedSpace& space) {
-  const Plan& base = space.base();
-  const Plan bases[2] = {base.disaggregated() ? base.prefill() : base, base.disaggregated() ? base.decode() : base};
-  const int n = space.cluster().num_gpus();
   std::vector<RulePlan> out;
-  for (int p : space.prefill_gpus()) {
-    auto pre = megatron_portfolio(space.model(), space.cluster(), bases[0], PoolGpus{p, 0});
-    auto dec = megatron_portfolio(space.model(), space.cluster(), bases[1], PoolGpus{n - p, p});
+  for (int s = 0; s < space.splits(); ++s) {
+    auto rules = [&](int k) {
+      const PoolSpace& pool = space.pool(s, k);
+      return megatron_portfolio(space.model(), space.cluster(), pool.base(), pool.pool());
+    };
+    const std::string& split = space.decisions().front().labels[static_cast<std::size_t>(s)];  // "8P8D"
+    const auto pre = rules(0), dec = rules(1);
     for (const auto& a : pre)
       for (const auto& d : dec)
-        if (a.rule == d.rule)
-          out.push_back({a.rule + " " + std::to_string(p) + "P" + std::to_string(n - p) + "D", disaggregated_plan(a.plan, d.plan)});
+        if (a.rule == d.rule) out.push_back({a.rule + " " + split, disaggregated_plan(a.plan, d.plan)});
   }
   return out;
 }
