@@ -48,7 +48,10 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
     s.prefill_gpus = p;
     s.pools[0] = std::make_unique<PoolSpace>(model, cluster, bases[0], pool_options, PoolGpus{p, 0});
     s.pools[1] = std::make_unique<PoolSpace>(model, cluster, bases[1], pool_options, PoolGpus{n - p, p});
-    for (int k = 0; k < 2; ++k) factors_[k] = std::max(factors_[k], count_factors(*s.pools[k]));
+    for (int k = 0; k < 2; ++k) {
+      s.factors[k] = count_factors(*s.pools[k]);
+      factors_[k] = std::max(factors_[k], s.factors[k]);
+    }
     splits_.push_back(std::move(s));
   }
   Decision split;
@@ -60,7 +63,7 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
   decisions_.push_back(split);
   for (int k = 0; k < 2; ++k) {
     first_[k] = static_cast<int>(decisions_.size());
-    const int rest = splits_.front().pools[k]->num_decisions() - count_factors(*splits_.front().pools[k]);
+    const int rest = splits_.front().pools[k]->num_decisions() - splits_.front().factors[k];
     for (int slot = 0; slot < factors_[k] + rest; ++slot) {
       const Decision* widest = nullptr;
       for (std::size_t s = 0; s < splits_.size(); ++s) {
@@ -77,12 +80,12 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
 }
 
 int DisaggregatedSpace::slot_of(int s, int pool, int child) const {
-  const int f = count_factors(*splits_[static_cast<std::size_t>(s)].pools[pool]);
+  const int f = splits_[static_cast<std::size_t>(s)].factors[pool];
   return first_[pool] + (child < f ? child : factors_[pool] + child - f);
 }
 
 int DisaggregatedSpace::child_of(int s, int pool, int slot) const {
-  const int f = count_factors(*splits_[static_cast<std::size_t>(s)].pools[pool]);
+  const int f = splits_[static_cast<std::size_t>(s)].factors[pool];
   const int local = slot - first_[pool];
   if (local < factors_[pool]) return local < f ? local : -1;
   return f + local - factors_[pool];

@@ -50,6 +50,7 @@ class DisaggregatedSpace final : public SearchSpace {
   struct Split {
     int prefill_gpus = 0;
     std::unique_ptr<PoolSpace> pools[2];  // prefill, decode
+    int factors[2] = {0, 0};              // each pool's factor genes (before padding)
   };
   // Where pool `pool`'s gene `child` of split `s` sits in the genome; and the reverse (−1 = padding).
   int slot_of(int s, int pool, int child) const;
