@@ -271,8 +271,10 @@ double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::
         latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
         break;
       }
-  const A2aRouting r = all_to_all_routing(c, gpus, matrix, m);
-  return latency + busiest_port_time(c, gpus, matrix, m, r);
+  // The faster routing, as all_to_all_routing() picks it; each priced once.
+  const double send = busiest_port_time(c, gpus, matrix, m, A2aRouting::SendSide);
+  const double recv = c.gpus_per_node() > 1 ? busiest_port_time(c, gpus, matrix, m, A2aRouting::ReceiveSide) : send;
+  return latency + std::min(send, recv);
 }
 
 }  // namespace
