@@ -314,6 +314,10 @@ TEST_CASE("simgrid: malformed programs are refused before anything runs") {
   d.deps.push_back(0);  // operation 0 depending on itself
   d.ops[0].dep_end = 1;
   CHECK_THROWS_AS(s.run(d), std::invalid_argument);
+  // A folded program (one layer standing for several) would run its layer once: refused.
+  StepProgram f = one_collective({0, 1}, CollKind::AllReduce, 1e6);
+  f.ops[0].weight = 80;
+  CHECK_THROWS_AS(s.run(f), std::logic_error);
   // The executor is still usable afterwards.
   CHECK(s.run(one_collective({0, 1}, CollKind::AllReduce, 1e6)).makespan > 0);
 }

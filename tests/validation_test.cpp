@@ -5,9 +5,13 @@
 
 #include <set>
 
+#include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/simgrid_executor.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "sim/serving/validation.hpp"
 #include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
 
 using namespace shardsim;
 
@@ -49,5 +53,33 @@ TEST_CASE("validation: the check set covers MoE throughput, server latency and c
   for (const auto& r : rows())
     if (r.group == "server latency" && r.name.find("TPOT p99") != std::string::npos) ++server_runs;
   CHECK(server_runs >= 2);
+  int closed_loop = 0;  // a published concurrency sweep: throughput, TTFT and ITL at each client count
+  for (const auto& r : rows())
+    if (r.role == RowRole::Check && r.setup.find("closed loop") != std::string::npos) ++closed_loop;
+  CHECK(closed_loop >= 3 * 8);
   CHECK(curves.size() >= 2);
+}
+
+TEST_CASE("validation: the SimGrid column serves end-to-end rows at the simgrid tier and agrees where nothing contends") {
+  // No row has contention (one collective alone, one NVLink domain, or EP traffic priced alike),
+  // so the simgrid tier must land on the analytic figures; a column that ran folded step programs
+  // whole in SimGrid (one layer standing for 80) was 10–30× too fast and passed unnoticed.
+  ValidationOptions o;
+  o.request_scale = 0.05;
+  const auto analytic = run_validation([](const Cluster& c) { return std::make_unique<AnalyticExecutor>(c); }, o);
+  const auto runner = make_in_process_runner();
+  o.serve = [&runner](const Plan& plan, const ModelSpec& model, const Cluster& cluster, const std::string& spec,
+                      const RequestTrace& trace, const RoutingSource* routing, const ServingOptions& so) {
+    FidelityReport report;
+    ServingResult r = serve_at_fidelity("simgrid", plan, model, cluster, spec, trace, routing, so, runner.get(), report, 4);
+    CHECK(report.sampled_steps > 0);
+    CHECK(report.failed == 0);
+    return r;
+  };
+  const auto simgrid = run_validation([](const Cluster& c) { return std::make_unique<SimgridExecutor>(c); }, o);
+  REQUIRE(simgrid.size() == analytic.size());
+  for (std::size_t i = 0; i < simgrid.size(); ++i) {
+    INFO(analytic[i].name << ": analytic " << analytic[i].simulated << ", simgrid " << simgrid[i].simulated);
+    CHECK(simgrid[i].simulated == doctest::Approx(analytic[i].simulated).epsilon(0.01));
+  }
 }

@@ -9,6 +9,7 @@
 #include "sim/plan/plan.hpp"
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/serving.hpp"
+#include "sim/serving/validation_groups.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"
@@ -264,14 +265,13 @@ void end_to_end_rows(const ExecutorFactory& make, const ValidationOptions& opt, 
     Cluster cluster = load_cluster(e.cluster);
     Plan plan = plan_from_string(e.plan, cluster.num_gpus(), plan_defaults(model));
     RequestTrace trace = load_request_trace(e.trace);
-    auto ex = make(cluster);
     ServingOptions so;
     so.offline = e.offline;
     if (opt.exact) so.set_exact();
     // MoE rows: the default synthetic routing (balanced-trained experts, mild skew).
     std::unique_ptr<RoutingSource> routing;
     if (model.is_moe()) routing = make_routing("synthetic:seed=7", model.routing_shape());
-    ServingResult r = serve(plan, model, cluster, trace, routing.get(), *ex, so);
+    ServingResult r = serve_row(make, opt, plan, model, cluster, e.cluster, trace, routing.get(), so);
     Metrics m = summarize(r, so, cluster.num_gpus());
     std::string setup = e.model + " on " + e.cluster + ", plan " + plan_to_string(plan) + ", " + std::to_string(e.requests) +
                         (e.offline ? " requests at t=0" : " requests, Poisson arrivals") + ", trace " + e.trace;
@@ -314,7 +314,6 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
   if (opt.exact) so.set_exact();
   {  // the prefill pool alone, as phase 1 of a disaggregated run serves it
     const Cluster four = load_cluster("dgx-h100:4");
-    auto ex = make(four);
     const Plan pool = prefill_pool(plan);
     // Dispatch and combine are 95% of the simulated prefill step. The all-to-all model sends a token
     // once to every EP rank that holds one of its experts (DeepEP's low-latency kernels, decode);
@@ -329,7 +328,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
       const int n = scaled(8 * 524288 / len);  // eight full batches of the pool
       const std::string spec = "synthetic:n=" + std::to_string(n) + ",prompt=fixed:" + std::to_string(len) + ",output=fixed:1,seed=7";
       const RequestTrace trace = prefill_trace(load_request_trace(spec));
-      const ServingResult r = serve(pool, model, four, trace, routing.get(), *ex, so);
+      const ServingResult r = serve_row(make, opt, pool, model, four, "dgx-h100:4", trace, routing.get(), so);
       double tokens = 0;
       for (const auto& q : r.requests) tokens += q.completed ? q.prompt_tokens : 0;
       rows.push_back({"DeepSeek-V3 prefill pool, 4×8 H100 EP32, " + std::to_string(len / 1024) + "K prompts, input tok/s per node",
@@ -345,7 +344,6 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
   // each GPU, 514,384 tokens). With and without two-batch overlap: the TBO ablation reports a 25.5%
   // speedup at 256 sequences per GPU, reaching 22,310 tok/s (so 22,310 / 1.255 without it).
   const Cluster nine = load_cluster("dgx-h100:9");
-  auto ex = make(nine);
   const int n = scaled(3 * 18432);  // three turnovers of 256 sequences on each of 72 GPUs
   const std::string spec = "synthetic:n=" + std::to_string(n) + ",prompt=fixed:1900,output=fixed:100,seed=7";
   RequestTrace trace = load_request_trace(spec);
@@ -358,7 +356,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
     dso.decode_slots.resize(trace.requests.size());
     for (std::size_t i = 0; i < trace.requests.size(); ++i)
       dso.decode_slots[i] = DecodeSlot{0, static_cast<int>(i % static_cast<std::size_t>(pool.deg.attn_dp))};
-    const ServingResult r = serve(pool, model, nine, trace, routing.get(), *ex, dso);
+    const ServingResult r = serve_row(make, opt, pool, model, nine, "dgx-h100:9", trace, routing.get(), dso);
     const Metrics m = summarize(r, dso, nine.num_gpus());
     rows.push_back({std::string("DeepSeek-V3 decode pool, 9×8 H100 EP72, 256 seqs/GPU × 2K context") + (tbo ? "" : ", no TBO") +
                         ", output tok/s per node",
@@ -372,6 +370,14 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
 
 }  // namespace
 
+ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& opt, const Plan& plan, const ModelSpec& model,
+                        const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
+                        const RoutingSource* routing, const ServingOptions& so) {
+  if (opt.serve) return opt.serve(plan, model, cluster, cluster_spec, trace, routing, so);
+  const auto ex = make(cluster);
+  return serve(plan, model, cluster, trace, routing, *ex, so);
+}
+
 const char* to_string(RowRole r) { return r == RowRole::Calibration ? "calibration" : "check"; }
 
 std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options) {
@@ -381,6 +387,7 @@ std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, 
   if (options.end_to_end) {
     end_to_end_rows(make_executor, options, rows);
     disaggregated_rows(make_executor, options, rows);
+    closed_loop_rows(make_executor, options, rows);
   }
   return rows;
 }

@@ -5,14 +5,16 @@
 // used to set anything). Calibration: kernel times of H100 GEMMs and attention, and NCCL
 // collectives on 8×H100 (NVIDIA AIConfigurator's measured tables). Checks: collectives on 2 and
 // 4 GPUs of the same node and across 4 nodes, MLPerf Inference v4.1 Llama-2-70B Offline and Server
-// on DGX-H100 and H200 (throughput, TTFT and TPOT p50/p99), and TensorRT-LLM's published
-// Mixtral-8x7B / 8x22B throughputs — each end-to-end row set up as the published run was (engine
-// limits, dtypes, length distribution, arrival process), compared like with like (steady state
-// for MLPerf, makespan for trtllm-bench), and SGLang's DeepSeek-V3 prefill and decode pools on H100
-// (each phase alone, as published). A check row that misses its target and whose cause is
-// understood carries `known_miss` (the cause); tests assert every other check row is inside.
+// on DGX-H100 and H200 (throughput, TTFT and TPOT p50/p99), TensorRT-LLM's published Mixtral-8x7B
+// / 8x22B throughputs, SGLang's DeepSeek-V3 prefill and decode pools on H100 (each phase alone, as
+// published), and NVIDIA NIM's closed-loop concurrency sweep of Llama-3.3-70B on 2×H100
+// (validation_closed_loop.cpp) — each end-to-end row set up as the published run was (engine
+// limits, dtypes, length distribution, arrival process) and compared like with like (steady state
+// for MLPerf and NIM, makespan for trtllm-bench). A row that misses its target carries `known_miss`
+// (its cause, or "open: …" with the candidates); tests assert every other row is inside.
 // Collective rows run one-operation step programs through the given executor; end-to-end rows run
-// the serving loop. Thread-safety: run_validation is pure given a thread-safe executor factory.
+// the serving loop through ValidationOptions::serve (default: serve() with that executor).
+// Thread-safety: run_validation is pure given a thread-safe executor factory and server.
 #pragma once
 
 #include <functional>
@@ -21,11 +23,15 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
+#include "sim/serving/serving.hpp"
 #include "sim/step/executor.hpp"
 
 namespace shardsim {
 
 class Cluster;
+struct ModelSpec;
+struct RequestTrace;
+class RoutingSource;
 
 enum class RowRole { Calibration, Check };
 
@@ -48,10 +54,17 @@ struct ValidationRow {
 // Makes an executor for a cluster (the analytic one, or a SimGrid one).
 using ExecutorFactory = std::function<std::unique_ptr<StepExecutor>(const Cluster&)>;
 
+// Serves one end-to-end row. `cluster_spec` names `cluster` for SimGrid workers (a load_cluster spec).
+using RowServer = std::function<ServingResult(const Plan&, const ModelSpec&, const Cluster&, const std::string& cluster_spec,
+                                              const RequestTrace&, const RoutingSource*, const ServingOptions&)>;
+
 struct ValidationOptions {
   double request_scale = 1.0;   // fraction of each end-to-end row's requests (tests use less)
   bool end_to_end = true;       // false: kernel and collective rows only
   bool exact = false;           // end-to-end rows on the exact scoring path (ServingOptions::set_exact)
+  // How end-to-end rows are served; empty = serve() with the factory's executor. The SimGrid column
+  // passes the simgrid tier (serve_at_fidelity): SimGrid runs whole step programs, never folded ones.
+  RowServer serve;
 };
 
 std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options = {});

@@ -729,6 +729,12 @@ SimgridExecutor::SimgridExecutor(const Cluster& cluster, ComputeModel compute, C
 SimgridExecutor::~SimgridExecutor() = default;
 
 StepTiming SimgridExecutor::run(const StepProgram& program, std::vector<TimelineEvent>* timeline) const {
+  // A folded program (the fast path's one layer standing for many) has no meaning as flows: its
+  // operations would run once instead of `weight` times. The simgrid tier lowers its samples whole.
+  for (const StepOp& op : program.ops)
+    if (op.weight != 1)
+      throw std::logic_error("SimgridExecutor: a folded step program (operation weight " + std::to_string(op.weight) +
+                             "); serve through the simgrid tier (sim/simgrid/fidelity.hpp) or ServingOptions::set_exact()");
   return st_->run(program, timeline);
 }
 

@@ -102,6 +102,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit code (validate --strict), its message already printed
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << e.what() << " (see 'shardsim --help')\n";
     return 2;

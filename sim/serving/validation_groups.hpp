@@ -1,0 +1,22 @@
+// sim/serving/validation_groups.hpp — row groups of the validation table kept in their own files.
+//
+// Owns: the declarations run_validation() (validation.cpp) calls for groups that live outside
+// validation.cpp. Internal to the validation module; users call run_validation().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/serving/validation.hpp"
+
+namespace shardsim {
+
+// Serves an end-to-end row as `opt` says: its RowServer, or serve() with the factory's executor.
+ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& opt, const Plan& plan, const ModelSpec& model,
+                        const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
+                        const RoutingSource* routing, const ServingOptions& so);
+
+// NVIDIA NIM's published closed-loop concurrency sweep of Llama-3.3-70B on 2×H100 (validation_closed_loop.cpp).
+void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
+
+}  // namespace shardsim
