@@ -33,6 +33,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.decode_tokens += b.decode_tokens;
   a.executed_steps += b.executed_steps;
   a.forwarded_steps += b.forwarded_steps;
+  a.interpolated_steps += b.interpolated_steps;
   a.layers_lowered = std::max(a.layers_lowered, b.layers_lowered);
   a.model_layers = std::max(a.model_layers, b.model_layers);
   a.peak_seqs = std::max(a.peak_seqs, b.peak_seqs);

@@ -11,6 +11,7 @@
 #include "sim/serving/arrivals.hpp"
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/step_costs.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -88,7 +89,7 @@ class ReplicaSim {
   ReplicaSim(int replica, int key_replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
              const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
-      : replica_(replica), key_replica_(key_replica), eng_(plan.engine),
+      : replica_(replica), eng_(plan.engine),
         lowering_(plan, model, cluster, routing, replica, folded(opt, experts)),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, false))
@@ -99,7 +100,9 @@ class ReplicaSim {
         kv_used_(static_cast<std::size_t>(groups_), 0), seqs_in_group_(static_cast<std::size_t>(groups_), 0),
         seqs_in_engine_(static_cast<std::size_t>(engines_), 0), ready_(static_cast<std::size_t>(engines_), 0.0),
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
-        stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)) {
+        stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
+        costs_(opt.shape_buckets_per_octave, opt.interpolate_context, key_replica,
+               opt.step_cache ? *opt.step_cache : own_cache_) {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
     out_.breakdown.layers_lowered = lowered;
@@ -422,7 +425,8 @@ class ReplicaSim {
   // no other engine's step can take them.
   void arm(int e, int seqs, bool all_decode) {
     const bool recording = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
-    if (!opt_.fast_forward || last_key_.empty() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
+    const std::vector<int>& last_key = costs_.last_key();
+    if (!opt_.fast_forward || last_key.empty() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
     long min_left = std::numeric_limits<long>::max();
     int total = 0;
@@ -443,14 +447,14 @@ class ReplicaSim {
           maxs[i] = std::max(maxs[i], v[i]);
         }
       }
-      return bucket_key(sums, maxs, total);
+      return costs_.key(sums, maxs, total);
     };
     long hi = min_left - 1;  // the step that completes a sequence runs normally
-    if (hi <= 0 || key_after(0) != last_key_) return;
-    long lo = 1;  // key_after(m) == last_key_ for m < lo; keys only grow with m
+    if (hi <= 0 || key_after(0) != last_key) return;
+    long lo = 1;  // key_after(m) == last_key for m < lo; keys only grow with m
     while (lo < hi) {
       long mid = lo + (hi - lo + 1) / 2;
-      if (key_after(mid - 1) == last_key_) lo = mid;
+      if (key_after(mid - 1) == last_key) lo = mid;
       else hi = mid - 1;
     }
     long steps = lo;
@@ -505,22 +509,17 @@ class ReplicaSim {
   }
 
   StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
-    StepTiming timing;
-    auto key = shape_key(batch);
-    last_key_ = key;
-    StepCache& cache = opt_.step_cache ? *opt_.step_cache : cache_;
-    if (!key.empty()) key.push_back(key_replica_);
-    auto hit = key.empty() || record ? cache.end() : cache.find(key);
-    if (hit != cache.end()) {
-      timing = hit->second;
-    } else {
+    auto execute = [&] {
       (record && unfolded_ ? *unfolded_ : lowering_).lower(batch, program_);
-      timing = ex_.run(program_, record ? &events : nullptr);
-      if (!eng_.cuda_graphs) timing.kernels = kernels_per_step(program_);  // only launches need it
+      StepTiming t = ex_.run(program_, record ? &events : nullptr);
+      if (!eng_.cuda_graphs) t.kernels = kernels_per_step(program_);  // only launches need it
       out_.breakdown.executed_steps++;
-      if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, timing);
-      if (!key.empty()) cache.emplace(std::move(key), timing);
-    }
+      if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, t);
+      return t;
+    };
+    const long before = costs_.interpolated();
+    StepTiming timing = costs_.timing(batch, execute, record);
+    out_.breakdown.interpolated_steps += costs_.interpolated() - before;
     if (opt_.transform_timing) {
       StepTiming tt = opt_.transform_timing(timing);
       double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;
@@ -532,36 +531,6 @@ class ReplicaSim {
       timing = std::move(tt);
     }
     return timing;
-  }
-
-  // Bucketed shape of a step (see ServingOptions::shape_buckets_per_octave); empty = no memoising.
-  std::vector<int> shape_key(const ReplicaBatch& batch) const {
-    if (opt_.shape_buckets_per_octave <= 0) return {};
-    double sums[3] = {0, 0, 0}, maxs[3] = {0, 0, 0};
-    int emits = 0;
-    for (const auto& g : batch.groups) {
-      double v[3] = {0, 0, 0};
-      for (const auto& s : g) {
-        (s.new_tokens == 1 && s.context > 0 ? v[0] : v[1]) += s.new_tokens;
-        v[2] += s.context;
-        emits += s.emits;
-      }
-      for (int i = 0; i < 3; ++i) {
-        sums[i] += v[i];
-        maxs[i] = std::max(maxs[i], v[i]);
-      }
-    }
-    return bucket_key(sums, maxs, emits);
-  }
-
-  // Per attention group: decode tokens, prefill tokens, context tokens; their sums and maxima
-  // over groups, and the tokens emitted, each in ~2^(1/b) buckets (exact up to 2b).
-  std::vector<int> bucket_key(const double* sums, const double* maxs, int emits) const {
-    const int b = opt_.shape_buckets_per_octave;
-    auto q = [](double x, int b) {
-      return x <= 2.0 * b ? static_cast<int>(x) : static_cast<int>(2 * b + std::lround(b * std::log2(x / (2.0 * b))));
-    };
-    return {q(sums[0], b), q(sums[1], b), q(sums[2], b), q(maxs[0], b), q(maxs[1], b), q(maxs[2], b), q(emits, b)};
   }
 
   void finish_step(const std::vector<std::pair<Seq*, int>>& work, double end, ReplicaLoad& load) {
@@ -600,7 +569,6 @@ class ReplicaSim {
   }
 
   int replica_;
-  int key_replica_;             // the first replica whose steps cost the same (shares cache entries)
   const EngineSettings& eng_;
   Lowering lowering_;
   std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
@@ -623,10 +591,10 @@ class ReplicaSim {
   long blocked_at_ = 0;        // frees_ when the head was last found blocked
   bool head_blocked_ = false;
   std::vector<Armed> armed_;   // per engine
-  std::vector<int> last_key_;  // of the last step run normally (without the replica)
-  StepTiming last_timing_;     // its timing as the loop used it
+  StepTiming last_timing_;     // the timing of the last step run normally, as the loop used it
   StepProgram program_;  // reused step after step
-  StepCache cache_;  // memoised step timings by bucketed shape, when no shared cache is given
+  StepCache own_cache_;  // memoised step timings, when no shared cache is given
+  StepCosts costs_;      // memoised, interpolated or executed step timings (declared after the caches)
 };
 
 // The saturated window: from the moment every replica has turned its peak batch over once (as

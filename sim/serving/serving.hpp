@@ -16,7 +16,8 @@
 // pp micro-batches in flight ("virtual engines"): a micro-batch enters stage s when stage s is
 // free, so steady-state throughput follows the slowest stage and the bubble is measured.
 // Scoring paths (ServingOptions): the fast path memoises steps by shape (replicas of one cost
-// class share the cache), lowers folded layers and fast-forwards unchanging decode batches;
+// class share the cache) and interpolates decode steps along context (sim/serving/step_costs.hpp),
+// lowers folded layers and fast-forwards unchanging decode batches;
 // set_exact() lowers every step whole. Units: seconds. Thread-safety: serve() is pure given a thread-safe executor and routing.
 #pragma once
 
@@ -40,8 +41,8 @@ class RoutingSource;
 struct RequestTrace;
 struct ReplicaBatch;
 
-// Step timings by bucketed step shape (+ replica), untransformed; see ServingOptions.
-using StepCache = std::map<std::vector<int>, StepTiming>;
+// Step timings by bucketed step shape (+ cost class), untransformed (sim/serving/step_costs.hpp).
+struct StepCache;
 
 // Where a request whose prompt was prefilled elsewhere (the prefill pool of a disaggregated plan)
 // continues: the decode replica and attention group its KV cache was sent to; replica −1 = not here.
@@ -71,6 +72,9 @@ struct ServingOptions {
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
   // 0 lowers every layer. Timeline steps are never folded.
   int fold_moe_layers = 16;
+  // A decode-only step of a new shape is interpolated linearly in its context between two executed
+  // steps of the same decode batch (sim/serving/step_costs.hpp) instead of being executed.
+  bool interpolate_context = true;
   // Decode-only steps whose shape key cannot change (no arrival, admission, completion, KV
   // growth that could preempt, or bucket crossing) are replayed without rebuilding the batch:
   // the loop advances the clock, not the sequences. Exact given the memoisation above.
@@ -80,6 +84,7 @@ struct ServingOptions {
     shape_buckets_per_octave = 0;
     fold_moe_layers = 0;
     fast_forward = false;
+    interpolate_context = false;
   }
   bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0; }
   // The decode pool of a disaggregated plan (sim/serving/disaggregated.hpp): request i arrives at
@@ -130,6 +135,7 @@ struct ServingBreakdown {
   long steps = 0, prefill_tokens = 0, decode_tokens = 0;
   long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
   long forwarded_steps = 0;                       // of the memoised, replayed by fast-forward (no batch built)
+  long interpolated_steps = 0;                    // shapes timed by interpolation along context (none executed)
   int layers_lowered = 0, model_layers = 0;       // per replica: layers in a step program / in the model
   int peak_seqs = 0;                              // most sequences ever running in one attention group
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)

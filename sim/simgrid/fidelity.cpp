@@ -14,6 +14,7 @@
 #include "sim/plan/plan_layout.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "sim/serving/disaggregated.hpp"
+#include "sim/serving/step_costs.hpp"
 #include "sim/simgrid/wire.hpp"
 #include "sim/simgrid/worker_pool.hpp"
 #include "topologies/cluster.hpp"

@@ -1,0 +1,69 @@
+// sim/serving/step_costs.hpp — what a serving step costs on the fast path: memoised by shape,
+// interpolated along context, or executed.
+//
+// Owns: StepCosts (one per replica; the cache behind it may be shared by the replicas of one cost
+// class and by the simgrid tier's two passes) and StepCache. A step's shape is, per attention
+// group, its decode tokens, prefill tokens and context tokens, summarised by their sums and
+// maxima over groups plus the tokens it emits, each in ~2^(1/b) buckets (exact up to 2b; b =
+// ServingOptions::shape_buckets_per_octave). A step whose bucketed shape was seen reuses that
+// timing. A decode-only step of a new shape is interpolated (or extrapolated at most one octave)
+// linearly in its context sum between two executed steps of the same family — the same bucketed
+// decode tokens, emitted tokens and context imbalance (max group ÷ mean group, 4 buckets per
+// octave) — at least 25% apart: a decode step's context enters its cost through the attention's
+// KV reads, linear in the context (sim/step/compute_cost.hpp), and through nothing else. Every
+// other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
+// synchronised (serve() runs replicas one after the other).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "sim/step/executor.hpp"
+
+namespace shardsim {
+
+struct ReplicaBatch;
+
+// An executed decode-only step: its context sum and its timing.
+struct CostAnchor {
+  double context = 0;
+  StepTiming timing;
+};
+
+struct StepCache {
+  std::map<std::vector<int>, StepTiming> by_shape;                 // bucketed shape (+ cost class) → timing
+  std::map<std::vector<int>, std::vector<CostAnchor>> anchors;     // decode family → executed steps, by context
+};
+
+class StepCosts {
+ public:
+  // `buckets_per_octave` ≤ 0 memoises nothing (every step executed); `interpolate` = false keeps
+  // memoisation but executes every new shape.
+  StepCosts(int buckets_per_octave, bool interpolate, int cost_class, StepCache& cache);
+
+  // The timing of `batch`: memoised, interpolated or `execute()`d. `fresh` executes regardless
+  // (timeline steps) but still records the result.
+  StepTiming timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute, bool fresh = false);
+
+  // The bucketed shape key of sums and maxima over groups of (decode, prefill, context) tokens and
+  // the tokens emitted; the key of the last step timed (empty = no memoisation).
+  std::vector<int> key(const double* sums, const double* maxs, int emits) const;
+  const std::vector<int>& last_key() const { return last_key_; }
+  long interpolated() const { return interpolated_; }
+
+ private:
+  bool interpolate_into(const std::vector<int>& family, double context, StepTiming& out) const;
+
+  int b_;
+  bool interpolate_;
+  int cost_class_;
+  StepCache& cache_;
+  std::vector<int> last_key_;
+  long interpolated_ = 0;
+};
+
+// a + w (b − a), field by field (w outside [0, 1] extrapolates); kernels from the nearer one.
+StepTiming blend(const StepTiming& a, const StepTiming& b, double w);
+
+}  // namespace shardsim

@@ -1,0 +1,91 @@
+// tests/step_costs_test.cpp — where the fast path's step timings come from: memoised by shape,
+// interpolated along context for decode steps (attention on the anchors' line, the rest their
+// mean), or executed.
+#include <doctest/doctest.h>
+
+#include <array>
+
+#include "sim/serving/step_costs.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/step/step_program.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+// A decode batch of `seqs` sequences in one attention group, each with `ctx` tokens of context.
+ReplicaBatch decode_batch(int seqs, int ctx) {
+  ReplicaBatch b;
+  b.groups.resize(1);
+  for (int i = 0; i < seqs; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(ctx), 1, ctx, true});
+  return b;
+}
+
+constexpr auto kAttn = static_cast<std::size_t>(OpClass::Attention);
+constexpr auto kExperts = static_cast<std::size_t>(OpClass::Experts);
+
+// A step whose attention is linear in the context sum and whose expert time is a routing sample.
+StepTiming step(double context_sum, double expert_sample) {
+  StepTiming t;
+  t.critical[kAttn] = 1e-3 + 2e-9 * context_sum;
+  t.busy[kAttn] = t.critical[kAttn];
+  t.critical[kExperts] = expert_sample;
+  t.makespan = t.critical[kAttn] + expert_sample;
+  t.stage_time = {t.makespan};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("step costs: a decode step is interpolated from three executed ones: attention on their line, the rest their mean") {
+  StepCache cache;
+  StepCosts costs(12, true, 0, cache);
+  int executed = 0;
+  const double samples[] = {4e-3, 6e-3, 5e-3};
+  auto run = [&](int ctx) {
+    return costs.timing(decode_batch(8, ctx), [&] {
+      const double sample = samples[executed % 3];
+      ++executed;
+      return step(8.0 * ctx, sample);
+    });
+  };
+  run(1000);
+  run(1300);
+  run(1700);  // three anchors, 30% apart
+  CHECK(executed == 3);
+  const StepTiming t = run(2500);  // within an octave above the last
+  CHECK(executed == 3);
+  CHECK(costs.interpolated() == 1);
+  CHECK(t.critical[kAttn] == doctest::Approx(1e-3 + 2e-9 * 8 * 2500));
+  CHECK(t.critical[kExperts] == doctest::Approx(5e-3));  // the mean of the three samples
+  CHECK(t.makespan == doctest::Approx(1e-3 + 2e-9 * 8 * 2500 + 5e-3));
+  run(4000);  // beyond an octave of every anchor: executed
+  CHECK(executed == 4);
+  // Another batch size is another family: executed until it has its own anchors.
+  costs.timing(decode_batch(9, 2500), [&] {
+    ++executed;
+    return step(9.0 * 2500, 5e-3);
+  });
+  CHECK(executed == 5);
+}
+
+TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, interpolation can be switched off") {
+  StepCache cache;
+  StepCosts off(12, false, 0, cache);
+  int executed = 0;
+  auto exec = [&] {
+    ++executed;
+    return step(8000, 5e-3);
+  };
+  for (int ctx : {1000, 1300, 1700, 2500}) off.timing(decode_batch(8, ctx), exec);
+  CHECK(executed == 4);
+  CHECK(off.interpolated() == 0);
+  off.timing(decode_batch(8, 2500), exec);  // same shape bucket
+  CHECK(executed == 4);
+  off.timing(decode_batch(8, 2500), exec, true);  // a timeline step: always executed
+  CHECK(executed == 5);
+  StepCosts none(0, true, 0, cache);  // no memoisation at all
+  none.timing(decode_batch(8, 2500), exec);
+  CHECK(executed == 6);
+  CHECK(none.key(std::array<double, 3>{1, 2, 3}.data(), std::array<double, 3>{1, 2, 3}.data(), 1).empty());
+}
