@@ -1,4 +1,5 @@
 // optimizers/search_report.cpp — medians, ratios, evals-to-X, and the output files.
+#include "common/readable_number.hpp"
 #include "optimizers/search_report.hpp"
 
 #include <algorithm>
@@ -159,8 +160,8 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
   o << "| optimizer | seeds | median best | spread (min · q1 · q3 · max) | vs Megatron | vs optimum | evals to 95% | evals to 99% | wall s |\n";
   o << "|---|---:|---:|---|---:|---:|---:|---:|---:|\n";
   for (const auto& s : rep.optimizers) {
-    o << "| " << s.optimizer << " | " << s.seeds << " | " << fmt("%.4g", s.median) << " | " << fmt("%.4g", s.min) << " · "
-      << fmt("%.4g", s.q1) << " · " << fmt("%.4g", s.q3) << " · " << fmt("%.4g", s.max) << " | "
+    o << "| " << s.optimizer << " | " << s.seeds << " | " << readable(s.median) << " | " << readable(s.min) << " · "
+      << readable(s.q1) << " · " << readable(s.q3) << " · " << readable(s.max) << " | "
       << (s.vs_megatron > 0 ? fmt("%.3f", s.vs_megatron) : "–") << " | "
       << (s.vs_optimum > 0 ? fmt("%.3f", s.vs_optimum) : "–") << " | "
       << (s.median_evals_to_95 > 0 ? fmt("%.0f", s.median_evals_to_95) + " (" + std::to_string(s.reached_95) + "/" +
@@ -175,14 +176,14 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
   if (rep.best_known > 0) {
     const auto& b = out.runs[rep.best_run];
     Plan best = space.decode(b.best.genes);
-    o << "\nBest plan: `" << plan_to_string(best) << "` — " << fmt("%.5g ", b.best.score.objective) << unit << " (found by "
+    o << "\nBest plan: `" << plan_to_string(best) << "` — " << readable(b.best.score.objective, 5) << " " << unit << " (found by "
       << b.optimizer << ", seed " << b.seed << ").\n";
     if (rep.megatron_best > 0) {
       for (const auto& r : out.runs)
         if (r.optimizer == "megatron" && r.has_best && r.best.score.objective == rep.megatron_best) {
           Plan meg = space.decode(r.best.genes);
           o << "Best Megatron rule plan: `" << plan_to_string(meg) << "` (" << rep.megatron_rule << ") — "
-            << fmt("%.5g ", rep.megatron_best) << unit << ".\n";
+            << readable(rep.megatron_best, 5) << " " << unit << ".\n";
           o << "What differs from it: " << plan_difference(best, meg) << ".\n";
           break;
         }
@@ -198,7 +199,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
       for (const auto& rg : rules)
         if (space.key(rg.genes) == space.key(h.genes)) rule = rg.rule;
       o << "| " << rule << " | `" << plan_to_string(space.decode(h.genes)) << "` | "
-        << (h.score.feasible ? fmt("%.5g", h.score.objective) : "infeasible: " + h.score.reason) << " |\n";
+        << (h.score.feasible ? readable(h.score.objective, 5) : "infeasible: " + h.score.reason) << " |\n";
     }
     break;
   }

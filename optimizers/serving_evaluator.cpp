@@ -1,4 +1,5 @@
 // optimizers/serving_evaluator.cpp — serve_at_fidelity → Metrics → Score.
+#include "common/readable_number.hpp"
 #include "optimizers/serving_evaluator.hpp"
 
 #include <cstdio>
@@ -88,9 +89,7 @@ Score max_rate(const EvaluatorInputs& in, const ServingResult& r, const Metrics&
   s.objective = c.max_meeting;
   if (!s.feasible) {
     s.violation = 1e-3;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "/slo: even %.3g req/s misses ", c.min_failing);
-    s.reason = buf + in.goal.describe();
+    s.reason = "/slo: even " + readable(c.min_failing, 3) + " req/s misses " + in.goal.describe();
   }
   return s;
 }

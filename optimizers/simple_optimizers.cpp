@@ -1,4 +1,5 @@
 // optimizers/simple_optimizers.cpp — megatron, random, exhaustive.
+#include "common/readable_number.hpp"
 #include "optimizers/simple_optimizers.hpp"
 
 #include <cmath>
@@ -43,12 +44,12 @@ ExhaustiveOptimizer::ExhaustiveOptimizer(const OptimizerContext& ctx) {
   const long limit = ctx.integer("exhaustive", "limit", kExhaustiveLimit, 1, 100'000'000);
   char buf[160];
   if (size > static_cast<double>(ctx.budget)) {
-    std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than the budget of %ld", size, ctx.budget);
+    std::snprintf(buf, sizeof buf, "the space has %s distinct plans, more than the budget of %ld", readable(size).c_str(), ctx.budget);
     throw InputError("--optimizers", "exhaustive",
                      std::string(buf) + "; raise --budget or search fewer blocks (--space degrees,sharding)");
   }
   if (size > static_cast<double>(limit)) {
-    std::snprintf(buf, sizeof buf, "the space has %.4g distinct plans, more than exhaustive.limit=%ld", size, limit);
+    std::snprintf(buf, sizeof buf, "the space has %s distinct plans, more than exhaustive.limit=%ld", readable(size).c_str(), limit);
     throw InputError("--optimizers", "exhaustive",
                      std::string(buf) + " (search fewer blocks with --space, or raise --param exhaustive.limit=N)");
   }

@@ -62,7 +62,7 @@ TEST_CASE("plan: JSON round trip keeps every field") {
   p.allow_cross_node_tp = true;
   Plan q = plan_from_json(plan_to_json(p), "roundtrip.json", 32, {});
   CHECK(q == p);
-  // The compact string keeps them too (it dropped the mapping and cross_node_tp; found by fuzzing).
+  // The compact string keeps them too (it dropped the mapping and allow_cross_node_tp; found by fuzzing).
   Plan r = plan_from_string(plan_to_string(p), 32, {});
   r.name = p.name;
   CHECK(r == p);
@@ -134,9 +134,20 @@ TEST_CASE("plan: check_plan explains each violation") {
   CHECK(std::count(ep3.begin(), ep3.end(), "/degrees/ep") == 2);
   CHECK(fields("tp=4,dp=3") == std::vector<std::string>{"/degrees"});
   CHECK(fields("tp=4,dp=4,sp=2") == std::vector<std::string>{"/degrees/sp"});
-  Plan tp16 = plan_from_string("tp=16", 16, {});
-  tp16.allow_cross_node_tp = true;
+  // The violation names the way out, and that spelling is what the parser takes.
+  const auto tp16_check = check_plan(plan_from_string("tp=16", 16, {}), mixtral, two);
+  REQUIRE_FALSE(tp16_check.violations.empty());
+  CHECK(tp16_check.violations[0].reason.find("allow_cross_node_tp=1") != std::string::npos);
+  Plan tp16 = plan_from_string("tp=16,allow_cross_node_tp=1", 16, {});
+  CHECK(tp16.allow_cross_node_tp);
   CHECK(check_plan(tp16, mixtral, two).feasible());
+  try {
+    plan_from_string("tp=16,cross_node_tp=1", 16, {});
+    FAIL("the old name is refused");
+  } catch (const InputError& e) {
+    CHECK(e.field() == "cross_node_tp");
+    CHECK(std::string(e.what()).find("allow_cross_node_tp=1") != std::string::npos);
+  }
   // Mixtral bf16 (93 GB of weights) cannot sit on one GPU.
   Cluster one = load_cluster("dgx-h100:1");
   auto mem = check_plan(plan_from_string("tp=1,dp=8", 8, {}), mixtral, one);

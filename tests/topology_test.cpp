@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -364,11 +365,20 @@ TEST_CASE("topo: command line summary, exports and round trip through a file") {
   CHECK(again.out.substr(again.out.find('\n')) == r.out.substr(r.out.find('\n')));
   check_same(load_cluster("dgx-h100:4"), load_cluster(dir + "/c.json"));
   check_same(load_cluster("dgx-h100:4"), load_cluster(dir + "/l.json"));
-  std::ifstream dot(dir + "/c.dot");
-  std::string line;
-  int edges = 0;
-  while (std::getline(dot, line)) edges += line.find(" -- ") != std::string::npos;
-  CHECK(edges == 96);
+  auto edges_in = [](const std::string& path) {
+    std::ifstream dot(path);
+    int edges = 0;
+    for (std::string line; std::getline(dot, line);) edges += line.find(" -- ") != std::string::npos;
+    return edges;
+  };
+  // 32 GPUs: by default one vertex per node, its 8 NIC links merged per leaf (4 nodes × 8 rail
+  // leaves) beside the 32 leaf-spine links; every link with --dot-detail gpus.
+  CHECK(edges_in(dir + "/c.dot") == 32 + 32);
+  CHECK(test::run_cli("topo --cluster dgx-h100:4 --dot-detail gpus --dot " + dir + "/g.dot").exit_code == 0);
+  CHECK(edges_in(dir + "/g.dot") == 96);
+  auto bad_detail = test::run_cli("topo --cluster dgx-h100:4 --dot-detail racks --dot " + dir + "/b.dot");
+  CHECK(bad_detail.exit_code == 2);
+  CHECK(bad_detail.err.find("--dot-detail") != std::string::npos);
   CHECK(std::system(("rm -rf " + dir).c_str()) == 0);
 
   auto route = test::run_cli("topo --cluster dgx-h100:4 --route 3,30");
@@ -527,4 +537,36 @@ TEST_CASE("topo: Cluster refuses inconsistent graphs built in code") {
   e = error_of([&] { Cluster("x", "code", gpu_preset("h100"), 8, f.info, g); });
   REQUIRE(e);
   CHECK(e->reason().find("lonely cannot reach gpu0") != std::string::npos);
+}
+
+TEST_CASE("topology: DOT per node merges each domain's fabric links and keeps every one of them counted") {
+  const Cluster c = load_cluster("dgx-h100:8,oversub=2");
+  const std::string dot = to_dot(c, DotDetail::Nodes);
+  const std::string full = to_dot(c, DotDetail::Gpus);
+  auto vertices = [](const std::string& d) {
+    int n = 0;
+    for (std::size_t at = d.find("[shape="); at != std::string::npos; at = d.find("[shape=", at + 1)) ++n;
+    return n;
+  };
+  int switches = 0;
+  for (std::size_t v = 0; v < boost::num_vertices(c.graph()); ++v) switches += c.graph()[v].kind == VertexKind::Switch;
+  CHECK(vertices(dot) == c.num_nodes() + switches);         // one per domain, plus the fabric's switches
+  CHECK(vertices(full) >= c.num_gpus() + c.num_nodes() + switches);
+  CHECK(dot.find("\"gpu") == std::string::npos);           // no GPU vertices
+  int nodes = 0, nic_links = 0;
+  for (std::size_t at = dot.find("shape=box3d"); at != std::string::npos; at = dot.find("shape=box3d", at + 1)) ++nodes;
+  CHECK(nodes == c.num_nodes());
+  // Every NIC link of the cluster appears once, inside a merged edge's count ("2 × nic …" or "nic …").
+  std::istringstream lines(dot);
+  for (std::string l; std::getline(lines, l);) {
+    auto lab = l.find("label=\"");
+    if (l.find(" -- ") == std::string::npos || lab == std::string::npos) continue;
+    std::string text = l.substr(lab + 7);
+    int count = 1;
+    if (auto x = text.find(" × "); x != std::string::npos && x == text.find(' ')) count = std::stoi(text.substr(0, x));
+    if (text.find("nic ") != std::string::npos) nic_links += count;
+  }
+  int expected = 0;
+  for (int id = 0; id < c.num_links(); ++id) expected += c.link(id).cls == LinkClass::NicLink;
+  CHECK(nic_links == expected);
 }

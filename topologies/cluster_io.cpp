@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/embedded.hpp"
@@ -578,7 +579,48 @@ const char* dot_colour(LinkClass c) {
 
 }  // namespace
 
-std::string to_dot(const Cluster& c) {
+namespace {
+
+// One vertex per NVLink domain; links to the fabric merged per (node, switch, class, bandwidth).
+std::string to_dot_nodes(const Cluster& c) {
+  const ClusterGraph& g = c.graph();
+  std::ostringstream out;
+  out << "// " << c.name() << ": " << c.num_gpus() << " " << c.gpu().name << " GPUs in " << c.num_nodes()
+      << " NVLink domains, fabric " << c.fabric().kind << "; one vertex per domain. Render with: sfdp -Tsvg.\n";
+  out << "graph " << dot_id(c.name()) << " {\n  graph [overlap=false];\n  node [fontsize=10];\n";
+  auto group = [&](std::size_t v) {
+    const VertexInfo& info = g[v];
+    return info.kind != VertexKind::Switch && info.node >= 0 ? "node " + std::to_string(info.node) : info.name;
+  };
+  for (int n = 0; n < c.num_nodes(); ++n)
+    out << "  " << dot_id("node " + std::to_string(n)) << " [shape=box3d, style=filled, fillcolor=\"#b8e186\", label=\"node " << n
+        << "\\n" << c.gpus_per_node() << " × " << c.gpu().name << "\\nNVLink " << format_number(c.gpu().nvlink_bw / 1e9)
+        << " GB/s per GPU\"];\n";
+  for (std::size_t v = 0; v < boost::num_vertices(g); ++v)
+    if (g[v].kind == VertexKind::Switch)
+      out << "  " << dot_id(g[v].name) << " [shape=ellipse, style=filled, fillcolor=\"#fee090\"];\n";
+  std::map<std::tuple<std::string, std::string, int, double>, int> merged;  // (a, b, class, bandwidth) → links
+  for (int id = 0; id < c.num_links(); ++id) {
+    auto [a, b] = c.link_ends(id);
+    std::string ga = group(a), gb = group(b);
+    if (ga == gb) continue;  // inside a domain
+    if (gb < ga) std::swap(ga, gb);
+    merged[{ga, gb, static_cast<int>(c.link(id).cls), c.link(id).bandwidth}]++;
+  }
+  for (const auto& [k, count] : merged) {
+    const auto& [a, b, cls, bw] = k;
+    const char* name = to_string(static_cast<LinkClass>(cls));
+    out << "  " << dot_id(a) << " -- " << dot_id(b) << " [color=\"" << dot_colour(static_cast<LinkClass>(cls)) << "\", label=\""
+        << (count > 1 ? std::to_string(count) + " × " : "") << name << " " << format_number(bw / 1e9) << " GB/s\"];\n";
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace
+
+std::string to_dot(const Cluster& c, DotDetail detail) {
+  if (detail == DotDetail::Nodes) return to_dot_nodes(c);
   const ClusterGraph& g = c.graph();
   std::ostringstream out;
   out << "// " << c.name() << ": " << c.num_gpus() << " " << c.gpu().name << " GPUs, fabric " << c.fabric().kind

@@ -44,7 +44,11 @@ enum class ClusterJsonStyle {
 json cluster_to_json(const Cluster& c, ClusterJsonStyle style = ClusterJsonStyle::Parameters);
 
 // Graphviz (undirected, one subgraph per NVLink domain, links coloured by class).
-std::string to_dot(const Cluster& c);
+// Graphviz DOT of the cluster. Per GPU: every GPU, NIC and NVSwitch and every link. Per node: one
+// vertex per NVLink domain, its links to the fabric merged per switch and class ("8 × nic 50
+// GB/s"), switches and switch links as they are — readable at hundreds of GPUs.
+enum class DotDetail { Gpus, Nodes };
+std::string to_dot(const Cluster& c, DotDetail detail = DotDetail::Gpus);
 
 // "nvlink" → LinkClass::NvLink, … (names of to_string(LinkClass)); false when unknown.
 bool link_class_from_string(std::string_view s, LinkClass& out);

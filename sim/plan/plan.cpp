@@ -277,9 +277,11 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
       std::string n;
       while (std::getline(ms, n, '.')) names.push_back(n);
       plan.mapping = parse_mapping(names, src, key);
-    } else if (key == "cross_node_tp") {
+    } else if (key == "allow_cross_node_tp") {
       if (value != "0" && value != "1") throw InputError(src, key, "expected 0 or 1");
       plan.allow_cross_node_tp = value == "1";
+    } else if (key == "cross_node_tp") {
+      throw InputError(src, key, "renamed: allow_cross_node_tp=1 (the same name as in plan JSON)");
     } else if (key == "redundant_experts") {
       plan.redundant_experts = value == "0" ? 0 : parse_positive_int(value, src, key, kMaxRedundantExperts);
     } else {
@@ -292,7 +294,7 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
       if (!found)
         throw InputError(src, key,
                          std::string("unknown plan key (expected a degree dp/tp/pp/ep/etp/attn_dp/sp, weights/act/kv, an "
-                                     "operator such as qkv, mapping, cross_node_tp, redundant_experts, or an engine setting: ") +
+                                     "operator such as qkv, mapping, allow_cross_node_tp, redundant_experts, or an engine setting: ") +
                              engine_key_list() + ")");
     }
   }
@@ -454,7 +456,7 @@ std::string plan_to_string(const Plan& p) {
     }
     add("mapping", m);
   }
-  if (p.allow_cross_node_tp) add("cross_node_tp", "1");
+  if (p.allow_cross_node_tp) add("allow_cross_node_tp", "1");
   if (p.redundant_experts > 0) add("redundant_experts", std::to_string(p.redundant_experts));
   std::string e = engine_to_string(p.engine);
   if (!e.empty()) s += "," + e;

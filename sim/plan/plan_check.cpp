@@ -1,4 +1,4 @@
-// sim/plan/plan_check.cpp — the feasibility rules (REFERENCE.md §A.3) with explanations.
+// sim/plan/plan_check.cpp — the feasibility rules (docs/references.md §A.3) with explanations.
 #include "sim/plan/plan_check.hpp"
 
 #include <set>
@@ -30,7 +30,7 @@ void check_domain(const std::vector<std::vector<int>>& groups, const Cluster& c,
       out.push_back({field, std::string(what) + " group of GPUs " + std::to_string(g.front()) + ".." +
                                 std::to_string(g.back()) + " spans " + std::to_string(nodes.size()) +
                                 " NVLink domains of " + std::to_string(c.gpus_per_node()) +
-                                " GPUs (reduce it, change the mapping, or allow it: cross_node_tp=1 in the compact string, "
+                                " GPUs (reduce it, change the mapping, or allow it: allow_cross_node_tp=1 in the compact string, "
                                 "\"allow_cross_node_tp\": true in JSON)"});
       return;
     }

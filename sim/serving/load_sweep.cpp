@@ -1,4 +1,5 @@
 // sim/serving/load_sweep.cpp — load sweeps and the capacity search.
+#include "common/readable_number.hpp"
 #include "sim/serving/load_sweep.hpp"
 
 #include <algorithm>
@@ -132,16 +133,16 @@ std::string CapacityResult::describe(const std::string& unit) const {
   char buf[256];
   switch (bound) {
     case Bound::Found:
-      std::snprintf(buf, sizeof buf, "%.4g %s (meets it; %.4g %s does not; %zu runs)", max_meeting, unit.c_str(), min_failing,
-                    unit.c_str(), probes.size());
+      std::snprintf(buf, sizeof buf, "%s %s (meets it; %s %s does not; %zu runs)", readable(max_meeting).c_str(), unit.c_str(),
+                    readable(min_failing).c_str(), unit.c_str(), probes.size());
       break;
     case Bound::AllMeet:
-      std::snprintf(buf, sizeof buf, "at least %.4g %s (the highest load tried meets it: too few requests to build a queue?)",
-                    max_meeting, unit.c_str());
+      std::snprintf(buf, sizeof buf, "at least %s %s (the highest load tried meets it: too few requests to build a queue?)",
+                    readable(max_meeting).c_str(), unit.c_str());
       break;
     case Bound::NoneMeet:
-      std::snprintf(buf, sizeof buf, "none: even %.4g %s misses it (the objective is tighter than one request alone can meet?)",
-                    min_failing, unit.c_str());
+      std::snprintf(buf, sizeof buf, "none: even %s %s misses it (the objective is tighter than one request alone can meet?)",
+                    readable(min_failing).c_str(), unit.c_str());
       break;
   }
   return buf;

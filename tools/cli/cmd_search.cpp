@@ -32,6 +32,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/journal.hpp"
@@ -130,9 +131,7 @@ class Progress {
     std::ostringstream o;
     o << "search " << done << "/" << total_;
     for (const auto& n : order) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, " | %s %ld best %.4g", n.c_str(), per[n].first, per[n].second);
-      o << buf;
+      o << " | " << n << " " << per[n].first << " best " << readable(per[n].second);
     }
     double t = elapsed();
     o << " | " << clock_text(t);

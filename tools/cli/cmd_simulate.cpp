@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "sim/step/analytic_executor.hpp"
@@ -119,9 +120,9 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests; " << describe_load(in)
     << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n\n";
   o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
-  o << "throughput     " << f("%.0f tok/s", m.throughput_tok_s) << " (prompt + output), " << f("%.0f", m.output_tok_s)
-    << " output tok/s" << f(" (%.1f per GPU) over the makespan\n", m.output_tok_s_per_gpu);
-  o << "steady state   " << f("%.0f output tok/s", m.steady_output_tok_s) << f(" (%.1f per GPU)", m.steady_output_tok_s_per_gpu)
+  o << "throughput     " << readable(m.throughput_tok_s) << " tok/s (prompt + output), " << readable(m.output_tok_s)
+    << " output tok/s (" << readable(m.output_tok_s_per_gpu) << " per GPU) over the makespan\n";
+  o << "steady state   " << readable(m.steady_output_tok_s) << " output tok/s (" << readable(m.steady_output_tok_s_per_gpu) << " per GPU)"
     << f(" in the saturated window %.2f", m.steady_start_s) << f("–%.2f s", m.steady_end_s)
     << (m.steady_note.empty() ? "" : "; " + m.steady_note) << "\n";
   o << "TTFT ms        p50 " << f("%.1f", m.ttft_ms.p50) << "  p90 " << f("%.1f", m.ttft_ms.p90) << "  p99 "
@@ -133,7 +134,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   const auto& w = r.memory.worst();
   o << "memory/GPU     weights " << f("%.1f GB", w.weights / 1e9) << ", activations+buffers "
     << f("%.1f GB", (w.activations + w.comm_buffers) / 1e9) << ", KV capacity "
-    << f("%.0f tokens per attention group", r.memory.kv_capacity_tokens) << f(" (%.0f GB usable)\n", r.memory.usable / 1e9);
+    << readable(r.memory.kv_capacity_tokens) << " tokens per attention group" << f(" (%.0f GB usable)\n", r.memory.usable / 1e9);
   if (r.rejected_any) o << "warning        " << r.note << "\n";
   o << "engine         ";
   if (r.disagg.on)

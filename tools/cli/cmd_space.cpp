@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_space.hpp"
@@ -55,10 +56,8 @@ void run(const SpaceCmdOptions& opt) {
       return true;
     });
   }
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "\nsize: %.4g genomes, %.4g distinct plans (canonical form)\n", space.raw_size(),
-                space.canonical_size());
-  o << buf;
+  o << "\nsize: " << readable(space.raw_size()) << " genomes, " << readable(space.canonical_size())
+    << " distinct plans (canonical form)\n";
   if (tuples > 0) {
     o << "degree assignments: " << tuples << " distinct, " << valid << " valid with Megatron sharding and default batching";
     std::string why;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/study_dir.hpp"
@@ -223,7 +224,7 @@ void run(const SweepOptions& opt) {
     << " GPUs), plan " << plan_to_string(plan) << ", " << opt.fidelity << " fidelity\n"
     << "trace " << L.trace_spec << " (" << L.trace.requests.size() << " requests"
     << (closed ? "; closed loop" : opt.in.arrivals == "trace" ? "; the trace's arrival shape" : "; Poisson arrivals")
-    << "), offline capacity " << f("%.3g req/s", capacity) << "; goal: " << goal.describe() << "\n\n";
+    << "), offline capacity " << readable(capacity, 3) << " req/s" << "; goal: " << goal.describe() << "\n\n";
   std::vector<LoadPoint> points = sweep_loads(loads, score, goal, opt.threads);
   print_table(o, points, closed);
 
@@ -248,7 +249,7 @@ void run(const SweepOptions& opt) {
     // Far above the offline throughput a queue grows without end; meeting the SLO there only
     // means the run ends before the queue matters.
     const std::string note = !closed && cap.max_meeting > 2 * capacity
-                                 ? "over twice the plan's offline throughput (" + f("%.3g req/s", capacity) +
+                                 ? "over twice the plan's offline throughput (" + readable(capacity, 3) + " req/s" +
                                        "): the SLO holds only because the run ends before a queue builds; use more --requests"
                                  : "";
     if (!note.empty()) o << "warning: " << note << "\n";

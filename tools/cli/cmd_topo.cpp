@@ -24,6 +24,7 @@ namespace {
 struct TopoOptions {
   std::string cluster;
   std::string dot;
+  std::string dot_detail = "auto";
   std::string json;
   std::string json_links;
   std::vector<std::string> routes;
@@ -172,7 +173,10 @@ void run(const TopoOptions& opt) {
     parse_gpu(c, arg.substr(0, comma), arg);
     parse_gpu(c, arg.substr(comma + 1), arg);
   }
-  if (!opt.dot.empty()) write_file_atomically(opt.dot, to_dot(c));
+  if (opt.dot_detail != "auto" && opt.dot_detail != "gpus" && opt.dot_detail != "nodes")
+    throw InputError("--dot-detail", opt.dot_detail, "expected auto, gpus or nodes");
+  const bool per_node = opt.dot_detail == "nodes" || (opt.dot_detail == "auto" && c.num_gpus() > 16);
+  if (!opt.dot.empty()) write_file_atomically(opt.dot, to_dot(c, per_node ? DotDetail::Nodes : DotDetail::Gpus));
   if (!opt.json.empty()) write_file_atomically(opt.json, cluster_to_json(c, ClusterJsonStyle::Parameters).dump(2) + "\n");
   if (!opt.json_links.empty())
     write_file_atomically(opt.json_links, cluster_to_json(c, ClusterJsonStyle::Links).dump(2) + "\n");
@@ -198,6 +202,9 @@ void add_topo_command(CLI::App& app) {
           "  shardsim topo --cluster my-cluster.json\n");
   cmd->add_option("--cluster", opt->cluster, "cluster shorthand (e.g. dgx-h100:32) or JSON file")->required();
   cmd->add_option("--dot", opt->dot, "write the graph as Graphviz DOT to FILE");
+  cmd->add_option("--dot-detail", opt->dot_detail,
+                  "auto (one vertex per node above 16 GPUs) | gpus (every GPU, NIC and link) | nodes")
+      ->capture_default_str();
   cmd->add_option("--json", opt->json, "write the cluster as a JSON file (generator parameters) to FILE");
   cmd->add_option("--json-links", opt->json_links, "write the cluster as an explicit vertex/link list JSON file to FILE");
   cmd->add_option("--route", opt->routes, "also show the route between GPUs A,B (repeatable)");
