@@ -1,5 +1,5 @@
 // optimizers/annealing.hpp — "sa": simulated annealing over the search space's genes
-// (REFERENCE.md §C.1, §C.3).
+// (docs/references.md §C.1, §C.3).
 //
 // Owns: AnnealingOptimizer. One current point walks the space:
 //   start        the Megatron portfolio (sa.seed_portfolio; each distinct plan proposed once, the

@@ -1,5 +1,5 @@
 // optimizers/genetic.hpp — "ga": a genetic algorithm over the search space's genes
-// (REFERENCE.md §C.1–C.2).
+// (docs/references.md §C.1–C.2).
 //
 // Owns: GeneticOptimizer. The genome is the SearchSpace's Genes; a population of P scored,
 // pairwise distinct genomes evolves generation by generation:

@@ -1,4 +1,4 @@
-// optimizers/megatron_portfolio.hpp — the Megatron rule portfolio (REFERENCE.md §A.4, H1–H6).
+// optimizers/megatron_portfolio.hpp — the Megatron rule portfolio (docs/references.md §A.4, H1–H6).
 //
 // Owns: megatron_portfolio(), the expert rules as plans: H1 TP-max (experts TP-sharded, EP = 1),
 // H2 minimal model parallelism + DP, H3 TP = node × PP, H4 TP + EP (EP = TP) and H4' TP·EP folding

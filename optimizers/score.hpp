@@ -1,6 +1,6 @@
 // optimizers/score.hpp — what one evaluation of a plan says, and how two scores compare.
 //
-// Owns: Score and Deb's feasibility rules (REFERENCE.md §C.2): a feasible plan beats an infeasible
+// Owns: Score and Deb's feasibility rules (docs/references.md §C.2): a feasible plan beats an infeasible
 // one; between infeasible plans the smaller violation wins; between feasible plans the larger
 // objective wins. Objectives are maximised (output tokens/s, or goodput requests/s).
 // Violation: 1 per structural violation (divisibility, products, groups across NVLink domains)

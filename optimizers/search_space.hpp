@@ -9,7 +9,7 @@
 // values then come from the base plan):
 //   degrees   one gene per prime factor of the GPU count (smallest first), naming the dimension
 //             that factor multiplies: tp, attn_dp (MoE only), pp or dp — so dp×pp×tp×attn_dp is the
-//             GPU count by construction (REFERENCE.md §C.1); then, for MoE models, "etp split" k:
+//             GPU count by construction (docs/references.md §C.1); then, for MoE models, "etp split" k:
 //             etp = the product of the k smallest prime factors of the unit (tp × attn_dp), ep the
 //             rest (k is clamped to the unit's factor count); then "sp" (off | on = tp); then,
 //             for MoE models, "redundant experts": 0, 1 or 2 extra expert slots per EP rank
@@ -146,7 +146,7 @@ class PoolSpace final : public SearchSpace {
   std::string key(const Genes& g) const override;
   // check_plan of the decoded genome (for a pool: check_pool on its GPUs).
   PlanCheck check(const Genes& g) const override;
-  // Moves the genome toward the nearest valid plan, a few steps at most (REFERENCE.md §C.2):
+  // Moves the genome toward the nearest valid plan, a few steps at most (docs/references.md §C.2):
   // TP too large or not dividing the heads → a tp factor moves to dp; EP not dividing the experts →
   // the etp split grows; etp too large → it shrinks; pp beyond the layers → a pp factor to dp;
   // memory overflow → a dp factor (else attn_dp) to pp, then smaller batching limits; a group

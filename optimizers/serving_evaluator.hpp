@@ -1,7 +1,7 @@
 // optimizers/serving_evaluator.hpp — the search's scorer: replay the trace under a plan at a
 // fidelity tier and return the objective.
 //
-// Owns: ServingEvaluator. Objectives (REFERENCE.md §F.2):
+// Owns: ServingEvaluator. Objectives (docs/references.md §F.2):
 //   Throughput     steady-state generated tokens per second (Metrics::steady_output_tok_s,
 //                  MLPerf's tokens/s; the makespan rate when the run has no saturated window;
 //                  the search replays offline by default, so this is the plan's capacity);

@@ -67,7 +67,7 @@ struct Route {
 
 // Per-link latencies the generators assign, seconds. A route adds the latencies of its links, so a
 // same-node route costs 2 × nvlink and an inter-node route 2 × nic + (switch hops) × switch_link.
-// Keep switch_link 0 to give all routes of one class equal latency (DESIGN.md §5: CM02 shares a
+// Keep switch_link 0 to give all routes of one class equal latency (docs/simgrid.md: CM02 shares a
 // bottleneck in inverse proportion to path latency).
 struct Latencies {
   double nvlink = 0.5e-6;      // GPU↔NvSwitch

@@ -4,7 +4,7 @@
 // Owns: RoutingShape (the routing-relevant dimensions of a model, kept apart from ModelSpec),
 // RoutingSource (the interface the simulator calls per serving step), its two implementations —
 // RoutingTraceFile (the project's binary "SSRT" format, reader and encoder) and SyntheticRouting
-// (the generator of REFERENCE.md E.3) — make_routing (spec string → source), and the statistics:
+// (the generator of docs/references.md §E.3) — make_routing (spec string → source), and the statistics:
 // per-expert loads per layer, imbalance (max/mean, CV, Gini), expert placements on EP ranks and
 // per-rank loads. Formats and the generator's model: docs/trace-formats.md.
 //
@@ -159,13 +159,13 @@ std::string encode_routing_trace(const RoutingSource& source, std::span<const st
 std::string encode_routing_trace(const RoutingShape& shape, std::span<const std::uint32_t> token_counts,
                                  std::span<const ExpertId> ids);
 
-// ---- the synthetic generator (REFERENCE.md E.3) -----------------------------------------------
+// ---- the synthetic generator (docs/references.md §E.3) -----------------------------------------------
 
 struct SyntheticRoutingParams {
   enum class Popularity { Zipf, Dirichlet };
   // dist=dirichlet|zipf; giving zipf= alone selects zipf. The default (Dirichlet, alpha 6) gives
   // a per-layer max/mean load of ≈ 2.3–2.6 for 128–384 experts and ≈ 1.5 for Mixtral's 8, in the
-  // 1.5–3 range typical of models trained with load balancing (REFERENCE.md E.3).
+  // 1.5–3 range typical of models trained with load balancing (docs/references.md §E.3).
   Popularity popularity = Popularity::Dirichlet;
   double zipf = 0.8;          // zipf=S: expert of popularity rank i ∝ 1/(i+1)^S, S ≥ 0 (0 = uniform)
   double alpha = 6.0;         // alpha=A: Dirichlet(A·1) popularity (large → uniform)

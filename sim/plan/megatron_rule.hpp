@@ -3,7 +3,7 @@
 // Owns: megatron_plan — TP as large as valid inside one NVLink domain, PP across nodes only as
 // far as memory needs, DP for the rest; MoE experts spread EP over the TP group (ep = tp when
 // the expert count allows, the rest as expert-TP); Megatron column→row per-operator sharding.
-// (REFERENCE.md §A.4 H1/H4. The optimizers' rule portfolio widens this into several plans.)
+// (docs/references.md §A.4 H1/H4. The optimizers' rule portfolio widens this into several plans.)
 // When no pipeline depth fits in memory it returns the deepest candidate; check_plan says why.
 #pragma once
 

@@ -4,7 +4,7 @@
 // Owns: SloGoal (what "meets the SLO" means), sweep_loads() (score a list of loads, in parallel)
 // and max_load_meeting() (the capacity search: geometric bisection between a load that meets the
 // goal and one that does not, as Vidur's capacity search and DistServe's goodput do).
-// Two goals (REFERENCE.md §F): a percentile of TTFT and of TPOT each within its bound (MLPerf
+// Two goals (docs/references.md §F): a percentile of TTFT and of TPOT each within its bound (MLPerf
 // Server uses p99), or the fraction of requests meeting both bounds at least a target (DistServe's
 // "SLO attainment", 90%). The scorer is given (load → Metrics; the command line builds the trace
 // at that rate, or the client count, and serves it), so this module knows no trace or plan.

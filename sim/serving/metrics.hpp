@@ -1,6 +1,6 @@
 // sim/serving/metrics.hpp — what a serving run means to a user: throughput, latency percentiles, goodput.
 //
-// Owns: Metrics and summarize(). Definitions (REFERENCE.md §F): TTFT = first token − arrival
+// Owns: Metrics and summarize(). Definitions (docs/references.md §F): TTFT = first token − arrival
 // (queueing + prefill); TPOT = (finish − first token) / (output tokens − 1) per request;
 // percentiles by nearest rank over completed requests; goodput = requests per second that meet
 // both SLOs (TTFT and TPOT thresholds), over the run's makespan; throughput_tok_s counts prompt +

@@ -1,7 +1,7 @@
 // sim/serving/result_json.hpp — the result file of `shardsim simulate` (schema "shardsim.result/1"),
 // the Chrome trace of a timeline, and the per-request CSV.
 //
-// Owns: the serialisations users read (DESIGN.md §4). Keys documented in docs/simulation.md.
+// Owns: the serialisations users read. Keys documented in docs/simulation.md.
 // Wall-time fields live only under "provenance" so results compare byte-for-byte otherwise.
 #pragma once
 

@@ -207,7 +207,7 @@ struct EndToEnd {
 };
 
 // OpenOrca as the MLPerf Llama-2-70B dataset: lognormal prompts and outputs with the published
-// means and medians (σ² = 2 ln(mean/median)), clamped to its limits (REFERENCE.md §V).
+// means and medians (σ² = 2 ln(mean/median)), clamped to its limits (docs/references.md §V).
 std::string openorca(int n, double rate) {
   double sp = std::sqrt(2 * std::log(222.3 / 152)), so = std::sqrt(2 * std::log(290.3 / 262));
   char spec[256];

@@ -1,7 +1,7 @@
 // sim/simgrid/fidelity.hpp — the fidelity tiers: analytic, simgrid (sampled steps), full (every step).
 //
 // Owns: serve_at_fidelity(), SimgridRunner (where SimGrid steps run: in this process, or in the
-// worker pool) and the worker-side request handler. Tiers (DESIGN.md §3):
+// worker pool) and the worker-side request handler. Tiers (docs/simulation.md):
 //   analytic  the serving loop with the analytic executor (steps memoised by shape).
 //   simgrid   pass 1 runs the analytic loop and records every executed step; a stratified sample
 //             (quantiles of analytic step time) is lowered with representative layers (per stage:

@@ -2,7 +2,7 @@
 //
 // Owns: WorkerPool, the home of scorers whose thread-safety is "none" (STYLE.md §2) — above all
 // the SimGrid executor, which allows one Engine per process and dies with its process on an
-// uncaught actor exception (DESIGN.md §5). Design and measurements: docs/worker-pool.md.
+// uncaught actor exception (docs/simgrid.md). Design and measurements: docs/worker-pool.md.
 //
 // Processes. The constructor forks one *zygote*, a small single-threaded process that does nothing
 // but fork workers on request and reap them; every worker — the first N and every replacement — is

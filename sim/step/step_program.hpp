@@ -1,6 +1,6 @@
 // sim/step/step_program.hpp — one serving step of one replica as a DAG of operations on GPU ranks.
 //
-// Owns: StepProgram, the abstraction both executors run unchanged (DESIGN.md §2). Ranks are the
+// Owns: StepProgram, the abstraction both executors run unchanged (docs/architecture.md). Ranks are the
 // replica's GPUs (rank r sits on cluster GPU rank_gpu[r]). Operations:
 //   compute(rank, kernel, rows, flops, hbm_bytes)   on the rank's compute stream
 //   collective(kind, group, bytes)        on the comm stream of every rank of the group; bytes is
