@@ -26,11 +26,11 @@
 
 #include "topologies/gpu_spec.hpp"
 
+#include "topologies/link_class.hpp"
+
 namespace shardsim {
 
 enum class VertexKind { Gpu, NvSwitch, Nic, Switch };
-// Link classes, used to report load and contention by class.
-enum class LinkClass { NvLink, NicLink, LeafSpine, SpineCore, Torus, DragonflyLocal, DragonflyGlobal };
 // Names used in output and in cluster JSON: "gpu", "nvswitch", "nic", "switch"; "nvlink", "nic",
 // "leaf-spine", "spine-core", "torus", "dragonfly-local", "dragonfly-global".
 const char* to_string(VertexKind k);

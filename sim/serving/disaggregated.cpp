@@ -34,6 +34,11 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.executed_steps += b.executed_steps;
   a.forwarded_steps += b.forwarded_steps;
   a.interpolated_steps += b.interpolated_steps;
+  for (std::size_t i = 0; i < a.link_bytes.size(); ++i) {
+    a.link_bytes[i] += b.link_bytes[i];
+    a.link_busiest[i] += b.link_busiest[i];
+  }
+  a.link_traffic = a.link_traffic || b.link_traffic;
   a.layers_lowered = std::max(a.layers_lowered, b.layers_lowered);
   a.model_layers = std::max(a.model_layers, b.model_layers);
   a.peak_seqs = std::max(a.peak_seqs, b.peak_seqs);

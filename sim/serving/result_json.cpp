@@ -1,4 +1,5 @@
 // sim/serving/result_json.cpp — result JSON, Chrome trace and request CSV writers.
+#include "topologies/cluster.hpp"
 #include "sim/serving/result_json.hpp"
 
 #include <algorithm>
@@ -68,6 +69,17 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   j["comm_busy_s"] = b.comm_busy;
   j["comm_exposed_s"] = b.comm_exposed;
   j["comm_overlapped_s"] = b.comm_busy - b.comm_exposed;
+  if (b.link_traffic) {  // per link class: bytes carried, and the busiest link's busy share of step time
+    json links = json::object();
+    for (std::size_t k = 0; k < b.link_bytes.size(); ++k) {
+      if (b.link_bytes[k] <= 0) continue;
+      links[to_string(static_cast<LinkClass>(k))] = {
+          {"bytes", b.link_bytes[k]},
+          {"busiest_link_busy_s", b.link_busiest[k]},
+          {"busiest_link_utilization", b.step_time > 0 ? b.link_busiest[k] / b.step_time : 0.0}};
+    }
+    j["links"] = links;
+  }
   j["expert_time_s"] = b.expert_time;
   j["expert_imbalance_s"] = b.expert_imbalance;
   j["pipeline_bubble_s"] = d.pp > 1 ? b.pipeline_bubble : 0.0;

@@ -12,6 +12,7 @@
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/step_costs.hpp"
+#include "sim/step/link_traffic.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -66,6 +67,10 @@ void accumulate(ServingBreakdown& b, const StepTiming& t) {
   b.comm_exposed += t.comm_exposed;
   b.expert_time += t.expert_time;
   b.expert_imbalance += t.expert_imbalance;
+  for (std::size_t i = 0; i < b.link_bytes.size(); ++i) {
+    b.link_bytes[i] += t.link_bytes[i];
+    b.link_busiest[i] += t.link_busiest[i];
+  }
   b.steps += 1;
 }
 
@@ -94,6 +99,7 @@ class ReplicaSim {
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, false))
                       : nullptr),
+        links_(opt.link_traffic ? std::make_unique<LinkTrafficCounter>(cluster) : nullptr),
         ex_(ex),
         opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
         groups_(plan.deg.attn_dp), engines_(plan.deg.pp), group_seqs_(seqs_per_group(plan.engine, plan.deg.attn_dp)),
@@ -106,6 +112,7 @@ class ReplicaSim {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
     out_.breakdown.layers_lowered = lowered;
+    out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
   }
 
@@ -513,6 +520,11 @@ class ReplicaSim {
       (record && unfolded_ ? *unfolded_ : lowering_).lower(batch, program_);
       StepTiming t = ex_.run(program_, record ? &events : nullptr);
       if (!eng_.cuda_graphs) t.kernels = kernels_per_step(program_);  // only launches need it
+      if (links_) {
+        const LinkTraffic lt = links_->count(program_);
+        t.link_bytes = lt.bytes;
+        t.link_busiest = lt.busiest;
+      }
       out_.breakdown.executed_steps++;
       if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, t);
       return t;
@@ -572,6 +584,7 @@ class ReplicaSim {
   const EngineSettings& eng_;
   Lowering lowering_;
   std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
+  std::unique_ptr<LinkTrafficCounter> links_;  // ServingOptions::link_traffic
   const StepExecutor& ex_;
   const ServingOptions& opt_;
   double kv_capacity_;

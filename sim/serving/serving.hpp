@@ -75,6 +75,9 @@ struct ServingOptions {
   // A decode-only step of a new shape is interpolated linearly in its context between two executed
   // steps of the same decode batch (sim/serving/step_costs.hpp) instead of being executed.
   bool interpolate_context = true;
+  // Count every executed step's bytes per link class (sim/step/link_traffic.hpp) into the
+  // breakdown; memoised steps carry their executed step's count. Off in searches (cost).
+  bool link_traffic = false;
   // Decode-only steps whose shape key cannot change (no arrival, admission, completion, KV
   // growth that could preempt, or bucket crossing) are replayed without rebuilding the batch:
   // the loop advances the clock, not the sequences. Exact given the memoisation above.
@@ -141,6 +144,11 @@ struct ServingBreakdown {
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)
   long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
+  // Per link class, Σ over steps (all replicas), when ServingOptions::link_traffic: bytes carried,
+  // and seconds the class's busiest link direction of each step needed (÷ step_time = how busy).
+  std::array<double, kNumLinkClasses> link_bytes{};
+  std::array<double, kNumLinkClasses> link_busiest{};
+  bool link_traffic = false;                      // the two above were counted
 };
 
 // The saturated part of a run (see serve()): what steady-state throughput is measured over.

@@ -62,6 +62,10 @@ StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
   t.expert_imbalance = mix(a.expert_imbalance, b.expert_imbalance);
   t.expert_time = mix(a.expert_time, b.expert_time);
   t.idle_on_path = mix(a.idle_on_path, b.idle_on_path);
+  for (std::size_t i = 0; i < t.link_bytes.size(); ++i) {
+    t.link_bytes[i] = mix(a.link_bytes[i], b.link_bytes[i]);
+    t.link_busiest[i] = mix(a.link_busiest[i], b.link_busiest[i]);
+  }
   t.kernels = w < 0.5 ? a.kernels : b.kernels;
   return t;
 }

@@ -48,7 +48,6 @@ class StandardLinkImpl;
 namespace shardsim {
 
 inline constexpr double kSimgridHostSpeed = 1e12;  // flop/s of every GPU host
-inline constexpr int kNumLinkClasses = 7;          // LinkClass::NvLink .. LinkClass::DragonflyGlobal
 
 // A route as the SimGrid executor uses it; fixed once built.
 struct SimgridRoute {

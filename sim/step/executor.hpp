@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/step/step_program.hpp"
+#include "topologies/link_class.hpp"
 
 namespace shardsim {
 
@@ -39,6 +40,10 @@ struct StepTiming {
   std::array<double, 4> coll_by_kind{};               // comm op-seconds per GPU by CollKind; sends count in the AllToAll slot
   double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
   int kernels = 0;                                    // operations of the busiest rank; counted only without CUDA graphs (host launches)
+  // Per link class (sim/step/link_traffic.hpp), when the serving loop counts it: bytes carried,
+  // and seconds the class's busiest link direction needs for them.
+  std::array<double, kNumLinkClasses> link_bytes{};
+  std::array<double, kNumLinkClasses> link_busiest{};
 };
 
 class StepExecutor {

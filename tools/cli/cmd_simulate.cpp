@@ -4,6 +4,7 @@
 // trace through the serving loop with the chosen executor, prints a short report (metrics, memory,
 // where the time goes) and writes the optional result JSON, Chrome timeline and request CSV —
 // all only after the run succeeded.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -85,6 +86,44 @@ void print_communication(std::ostream& o, const ServingBreakdown& b, int dp, int
     << over_replicas(dp) << f("; %.1f%% of step time)\n", b.step_time > 0 ? 100 * on_path / b.step_time : 0.0);
 }
 
+// Nodes under one rail leaf: the rail-optimised unit inside which inter-node traffic never leaves its leaf.
+int rail_unit_nodes(const Cluster& c) {
+  int n = 0;
+  for (int node = 0; node < c.num_nodes(); ++node) n += c.leaf_of(node * c.gpus_per_node()) == c.leaf_of(0);
+  return n;
+}
+
+// "73.6 GB", "5.57 TB", "0 B".
+std::string bytes_text(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1000 && u < 5) {
+    b /= 1000;
+    ++u;
+  }
+  return readable(b, 3) + " " + units[u];
+}
+
+// Bytes per link class and how busy each class's busiest link was; why a class carried nothing.
+void print_links(std::ostream& o, const ServingBreakdown& b, const Cluster& c, int dp) {
+  if (!b.link_traffic) return;
+  o << "links          by class, " << over_replicas(dp) << ": bytes carried, and the busiest link's busy share of step time\n";
+  std::array<int, kNumLinkClasses> present{};
+  for (int id = 0; id < c.num_links(); ++id) present[static_cast<std::size_t>(c.link(id).cls)]++;
+  for (std::size_t k = 0; k < b.link_bytes.size(); ++k) {
+    if (present[k] == 0) continue;
+    const std::string name = to_string(static_cast<LinkClass>(k));
+    o << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << bytes_text(b.link_bytes[k])
+      << (b.link_bytes[k] > 0 ? f(", busiest link %.1f%% busy", b.step_time > 0 ? 100 * b.link_busiest[k] / b.step_time : 0.0) : "")
+      << " (" << present[k] << " links)\n";
+  }
+  const auto spine = static_cast<std::size_t>(LinkClass::LeafSpine);
+  if (c.fabric().rail_optimized && present[spine] > 0 && b.link_bytes[spine] == 0 && c.num_nodes() > 1)
+    o << "  the spine carried nothing: inter-node traffic goes GPU → NIC → its rail's leaf → NIC (PXN moves it onto the\n"
+         "  receiver's rail over NVLink first), and a rail leaf serves "
+      << rail_unit_nodes(c) << " nodes (one rail-optimised unit), so leaf-spine oversubscription cannot slow this run\n";
+}
+
 // The pools of a disaggregated run and the KV hand-over between them, then where each pool's time goes.
 void print_disaggregation(std::ostream& o, const Plan& plan, const ServingResult& r) {
   const DisaggReport& d = r.disagg;
@@ -155,6 +194,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     print_critical_path(o, b, d.dp);
     print_communication(o, b, d.dp, d.dp * d.pp * d.unit());
   }
+  print_links(o, b, *L.cluster, r.disagg.on ? 1 : d.dp);
   if (d.ep > 1 && b.expert_time > 0 && !r.disagg.on)
     o << "EP imbalance   the slowest EP rank spends " << f("%.3f s", b.expert_imbalance) << " more than the mean in experts, "
       << over_replicas(d.dp) << f(" (%.1f%% of its expert time)\n", 100 * b.expert_imbalance / b.expert_time);
@@ -193,6 +233,7 @@ void run(const SimulateOptions& opt) {
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);
   ServingOptions so = L.serving;
+  so.link_traffic = true;  // the report's "links" section
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);

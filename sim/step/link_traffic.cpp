@@ -1,0 +1,87 @@
+// sim/step/link_traffic.cpp — bytes of a step program per link, by NCCL's traffic patterns.
+#include "sim/step/link_traffic.hpp"
+
+#include <algorithm>
+
+#include "topologies/cluster.hpp"
+
+namespace shardsim {
+
+LinkTrafficCounter::LinkTrafficCounter(const Cluster& cluster)
+    : c_(cluster), load_(2 * static_cast<std::size_t>(cluster.num_links()), 0.0) {}
+
+const std::vector<LinkTrafficCounter::Hop>& LinkTrafficCounter::hops(int src, int dst) {
+  const std::uint64_t key = static_cast<std::uint64_t>(src) << 32 | static_cast<std::uint32_t>(dst);
+  auto it = routes_.find(key);
+  if (it != routes_.end()) return it->second;
+  const Route r = c_.route(src, dst);
+  const std::vector<Vertex> v = c_.route_vertices(src, r);
+  std::vector<Hop> h;
+  h.reserve(r.links.size());
+  for (std::size_t i = 0; i < r.links.size(); ++i)
+    h.push_back(Hop{r.links[i], static_cast<int>(v[i]) == c_.link_ends(r.links[i]).first});
+  return routes_.emplace(key, std::move(h)).first->second;
+}
+
+void LinkTrafficCounter::carry(int src, int dst, double bytes) {
+  for (const Hop& h : hops(src, dst)) {
+    const std::size_t d = 2 * static_cast<std::size_t>(h.link) + (h.forward ? 0 : 1);
+    if (load_[d] == 0) touched_.push_back(static_cast<int>(d));
+    load_[d] += bytes;
+  }
+}
+
+// src → dst, through the sender's GPU on the receiver's rail when that keeps the bytes on one rail.
+void LinkTrafficCounter::flow(int src, int dst, double bytes) {
+  if (src == dst || !(bytes > 0)) return;
+  if (c_.fabric().rail_optimized && !c_.same_nvlink_domain(src, dst) && !c_.same_rail(src, dst)) {
+    const int proxy = c_.node_of(src) * c_.gpus_per_node() + c_.rail_of(dst);
+    carry(src, proxy, bytes);
+    carry(proxy, dst, bytes);
+    return;
+  }
+  carry(src, dst, bytes);
+}
+
+LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
+  for (const StepOp& op : p.ops) {
+    if (op.type == OpType::Send) {
+      flow(p.rank_gpu[static_cast<std::size_t>(op.rank)], p.rank_gpu[static_cast<std::size_t>(op.peer)], op.bytes * op.weight);
+      continue;
+    }
+    if (op.type != OpType::Collective || op.group < 0) continue;
+    const std::vector<int>& g = p.groups[static_cast<std::size_t>(op.group)];
+    const std::size_t n = g.size();
+    if (n < 2) continue;
+    auto gpu = [&](std::size_t i) { return p.rank_gpu[static_cast<std::size_t>(g[i])]; };
+    if (op.coll == CollKind::AllToAll && op.matrix >= 0) {
+      const std::vector<double>& m = p.a2a[static_cast<std::size_t>(op.matrix)];
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) flow(gpu(i), gpu(j), m[i * n + j] * op.weight);
+      continue;
+    }
+    const double share = static_cast<double>(n - 1) / static_cast<double>(n);
+    double per_member = op.bytes * share * op.weight;  // all-gather, reduce-scatter; all-to-all without a matrix
+    if (op.coll == CollKind::AllReduce) per_member *= 2;
+    if (op.coll == CollKind::AllToAll) {  // uniform: bytes / n to every other member
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j)
+          if (i != j) flow(gpu(i), gpu(j), op.bytes / static_cast<double>(n) * op.weight);
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) flow(gpu(i), gpu((i + 1) % n), per_member);
+  }
+  LinkTraffic t;
+  for (int d : touched_) {
+    const int link = d / 2;
+    const LinkInfo& info = c_.link(link);
+    const auto cls = static_cast<std::size_t>(info.cls);
+    t.bytes[cls] += load_[static_cast<std::size_t>(d)];
+    t.busiest[cls] = std::max(t.busiest[cls], load_[static_cast<std::size_t>(d)] / info.bandwidth);
+    load_[static_cast<std::size_t>(d)] = 0;
+  }
+  touched_.clear();
+  return t;
+}
+
+}  // namespace shardsim

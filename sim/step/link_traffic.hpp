@@ -1,0 +1,52 @@
+// sim/step/link_traffic.hpp — which links a step's communication crosses, and how hard.
+//
+// Owns: LinkTrafficCounter, the analytic account of a step program's bytes per link and link
+// class. Each operation's traffic follows what NCCL moves: a ring collective sends, from every
+// member to the next, 2(p−1)/p of the buffer (all-reduce) or (p−1)/p of it (all-gather,
+// reduce-scatter); an all-to-all sends its matrix pair by pair; a send goes once. A pair of GPUs
+// on different nodes and different rails of a rail-optimised fabric goes as NCCL's PXN sends it:
+// over NVLink to the sender's GPU on the receiver's rail, then along that rail. Bytes follow the
+// cluster's shortest routes, per link direction; folded operations count `weight` times. The
+// figures explain where traffic goes (which class carries it, how busy its busiest link is); the
+// step's time still comes from the executors' collective models.
+// Thread-safety: one counter per thread (it caches routes).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/step/step_program.hpp"
+#include "topologies/link_class.hpp"
+
+namespace shardsim {
+
+class Cluster;
+
+struct LinkTraffic {
+  std::array<double, kNumLinkClasses> bytes{};    // carried by links of the class, summed over links and directions
+  std::array<double, kNumLinkClasses> busiest{};  // seconds the class's busiest link direction needs: its bytes / bandwidth
+};
+
+class LinkTrafficCounter {
+ public:
+  explicit LinkTrafficCounter(const Cluster& cluster);
+  LinkTraffic count(const StepProgram& program);
+
+ private:
+  struct Hop {
+    int link;
+    bool forward;  // traversed from link_ends().first to .second
+  };
+  const std::vector<Hop>& hops(int src_gpu, int dst_gpu);
+  void flow(int src_gpu, int dst_gpu, double bytes);
+  void carry(int src_gpu, int dst_gpu, double bytes);
+
+  const Cluster& c_;
+  std::unordered_map<std::uint64_t, std::vector<Hop>> routes_;
+  std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
+  std::vector<int> touched_;
+};
+
+}  // namespace shardsim

@@ -1,0 +1,89 @@
+// tests/link_traffic_test.cpp — a step's bytes per link class: ring collectives inside a node,
+// all-to-all across nodes with and without rail optimisation, worked by hand.
+#include <doctest/doctest.h>
+
+#include "sim/step/link_traffic.hpp"
+#include "tests/cli_runner.hpp"
+#include "topologies/cluster.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+constexpr auto kNv = static_cast<std::size_t>(LinkClass::NvLink);
+constexpr auto kNic = static_cast<std::size_t>(LinkClass::NicLink);
+constexpr auto kSpine = static_cast<std::size_t>(LinkClass::LeafSpine);
+
+StepProgram program_on(int gpus) {
+  StepProgram p;
+  for (int g = 0; g < gpus; ++g) p.rank_gpu.push_back(g);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink links per hop") {
+  const Cluster c = load_cluster("dgx-h100:1");
+  StepProgram p = program_on(8);
+  StepOp op;
+  op.type = OpType::Collective;
+  op.coll = CollKind::AllReduce;
+  op.group = p.add_group({0, 1, 2, 3, 4, 5, 6, 7});
+  op.bytes = 8e6;
+  op.weight = 3;  // a folded op stands for three layers
+  p.add(op, {});
+  LinkTrafficCounter counter(c);
+  const LinkTraffic t = counter.count(p);
+  // Each of 8 members sends 2 · 7/8 · 8 MB to the next, over GPU → NVSwitch → GPU: 2 links.
+  const double per_member = 2 * 7.0 / 8 * 8e6 * 3;
+  CHECK(t.bytes[kNv] == doctest::Approx(8 * per_member * 2));
+  CHECK(t.bytes[kNic] == 0);
+  // Every GPU's NVLink carries one send out and one receive in: different directions.
+  CHECK(t.busiest[kNv] == doctest::Approx(per_member / c.gpu().nvlink_bw));
+  CHECK(counter.count(p).bytes[kNv] == doctest::Approx(t.bytes[kNv]));  // nothing carried over between steps
+}
+
+TEST_CASE("link traffic: an all-to-all across nodes stays on the rails of a rail-optimised fabric, not without rails") {
+  auto a2a = [](const Cluster& c) {
+    StepProgram p = program_on(16);
+    std::vector<int> all;
+    for (int r = 0; r < 16; ++r) all.push_back(r);
+    StepOp op;
+    op.type = OpType::Collective;
+    op.coll = CollKind::AllToAll;
+    op.group = p.add_group(all);
+    op.matrix = 0;
+    p.a2a.push_back(std::vector<double>(256, 1e6));  // 1 MB between every pair (self included, never sent)
+    p.add(op, {});
+    LinkTrafficCounter counter(c);
+    return counter.count(p);
+  };
+  // Two nodes: of each GPU's 15 peers, 7 share its node and 8 are remote (1 on its rail, 7 not).
+  const double remote = 16 * 8 * 1e6, local = 16 * 7 * 1e6, off_rail = 16 * 7 * 1e6;
+  const LinkTraffic rails = a2a(load_cluster("dgx-h100:2"));
+  CHECK(rails.bytes[kNic] == doctest::Approx(2 * remote));          // out of one NIC, into another
+  CHECK(rails.bytes[kSpine] == 0);                                  // both nodes under each rail's leaf
+  CHECK(rails.bytes[kNv] == doctest::Approx(2 * (local + off_rail)));  // local pairs, and PXN's hop to the receiver's rail
+  const LinkTraffic flat = a2a(load_cluster("dgx-h100:2,rails=off,radix=16"));  // one node per leaf
+  CHECK(flat.bytes[kNic] == doctest::Approx(2 * remote));
+  CHECK(flat.bytes[kSpine] == doctest::Approx(2 * remote));         // up to a spine and down again
+  CHECK(flat.bytes[kNv] == doctest::Approx(2 * local));
+}
+
+TEST_CASE("link traffic: simulate reports bytes per class and says why an idle spine cannot matter") {
+  auto run = [](const std::string& cluster) {
+    return test::run_cli("simulate --model qwen3-30b-a3b --cluster " + cluster +
+                         " --plan tp=1,ep=16,attn_dp=16 --requests 40 --offline --fidelity analytic");
+  };
+  const auto rails = run("dgx-h100:2");
+  REQUIRE(rails.exit_code == 0);
+  CHECK(rails.out.find("links          by class") != std::string::npos);
+  CHECK(rails.out.find("the spine carried nothing") != std::string::npos);
+  CHECK(rails.out.find("a rail leaf serves 2 nodes") != std::string::npos);
+  const auto flat = run("dgx-h100:2,rails=off,radix=16");
+  REQUIRE(flat.exit_code == 0);
+  CHECK(flat.out.find("the spine carried nothing") == std::string::npos);
+  const auto spine_line = flat.out.find("  leaf-spine");
+  REQUIRE(spine_line != std::string::npos);
+  CHECK(flat.out.compare(spine_line, 21, "  leaf-spine      0 B") != 0);  // it carries the inter-node bytes
+}
