@@ -127,6 +127,60 @@ TEST_CASE("simulate: result JSON, timeline and request CSV") {
   std::remove((dir + ".csv").c_str());
 }
 
+TEST_CASE("simulate: a teaching timeline: chosen steps, each with its batch, on tracks named by role") {
+  const std::string path = "/tmp/shardsim_tl_" + std::to_string(::getpid()) + ".json";
+  auto slices = [&](const std::string& from, int steps) {
+    auto r = test::run_cli("simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,ep=2,attn_dp=2,dp=2 --requests 30 "
+                           "--fidelity analytic --timeline " + path + " --timeline-steps " + std::to_string(steps) +
+                           " --timeline-from " + from);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(slurp(path))["traceEvents"];
+  };
+  const json decode = slices("decode", 3);
+  std::vector<json> steps;
+  std::vector<std::string> processes;
+  double first = 1e300, last = 0, op_first = 1e300, op_last = 0;
+  int counters = 0;
+  for (const auto& e : decode) {
+    if (e.value("name", "") == "process_name") processes.push_back(e["args"]["name"]);
+    if (e.value("ph", "") == "C") ++counters;
+    if (e.value("ph", "") != "X") continue;
+    const double ts = e["ts"], end = ts + e["dur"].get<double>();
+    if (e.value("cat", "") == "step") {
+      steps.push_back(e);
+      first = std::min(first, ts);
+      last = std::max(last, end);
+    } else {
+      op_first = std::min(op_first, ts);
+      op_last = std::max(op_last, end);
+    }
+  }
+  REQUIRE(steps.size() == 3);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    CHECK(steps[i]["args"]["prefill_tokens"] == 0);  // the first decode-only step and the two after it
+    CHECK(steps[i]["args"]["decode_tokens"].get<int>() > 0);
+    CHECK(steps[i]["args"]["kv_tokens"].get<long>() > 0);
+    if (i > 0) CHECK(steps[i]["args"]["step"].get<long>() == steps[i - 1]["args"]["step"].get<long>() + 1);
+  }
+  CHECK(op_first >= first - 1e-6);  // every operation inside the recorded steps
+  CHECK(op_last <= last + 1e-6);
+  CHECK(counters == 2 * 3);
+  CHECK(std::count(processes.begin(), processes.end(), "GPU 1 · tp 1/2 · attn-dp 0/2 · ep 0/2 · etp 1/2") == 1);
+  CHECK(std::count(processes.begin(), processes.end(), "replica 0 steps") == 1);
+  const json from5 = slices("5", 2);
+  std::vector<long> idx;
+  for (const auto& e : from5)
+    if (e.value("cat", "") == "step") idx.push_back(e["args"]["step"]);
+  CHECK(idx == std::vector<long>{5, 6});
+  std::remove(path.c_str());
+  auto bad = test::run_cli("simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --requests 10 --timeline " +
+                           path + " --timeline-from soon");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--timeline-from") != std::string::npos);
+  std::ifstream none(path);
+  CHECK(!none.good());
+}
+
 TEST_CASE("simulate: an infeasible plan is refused with exit code 2 and nothing written") {
   std::string out = "/tmp/shardsim_inf_" + std::to_string(::getpid()) + ".json";
   auto r = test::run_cli("simulate --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=1,dp=8 --json " + out);

@@ -188,6 +188,7 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
   out.memory = dec.memory;
   out.experts = dec.experts;
   out.timeline = std::move(dec.timeline);
+  out.timeline_steps = std::move(dec.timeline_steps);
   out.steady = overlap(pre, dec, out);
   out.rejected_any = pre.rejected_any || dec.rejected_any;
   out.note = pre.rejected_any ? "prefill pool: " + pre.note : dec.note;

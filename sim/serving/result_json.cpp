@@ -209,11 +209,13 @@ std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o)
   return s.str();
 }
 
-std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu) {
+std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu,
+                                     const std::vector<TimelineStep>& steps, const std::vector<std::string>& roles) {
   json ev = json::array();
   for (std::size_t r = 0; r < rank_gpu.size(); ++r) {
-    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r},
-                  {"args", {{"name", "GPU " + std::to_string(rank_gpu[r]) + " (rank " + std::to_string(r) + ")"}}}});
+    const std::string name = r < roles.size() ? roles[r] : "GPU " + std::to_string(rank_gpu[r]) + " (rank " + std::to_string(r) + ")";
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", name}}}});
+    ev.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"args", {{"sort_index", r + 1}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
   }
@@ -226,6 +228,32 @@ std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, c
                   {"ts", e.start * 1e6},
                   {"dur", e.duration * 1e6},
                   {"args", {{"layer", e.layer}}}});
+  if (!steps.empty()) {  // the replica's steps above the ranks: what each batch held
+    const std::size_t pid = rank_gpu.size();
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", "replica 0 steps"}}}});
+    ev.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", 0}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "steps"}}}});
+    for (const auto& s : steps) {
+      std::string name = "step " + std::to_string(s.index) + ": " + std::to_string(s.decode_tokens) + " decode";
+      if (s.prefill_tokens > 0)
+        name += " + " + std::to_string(s.prefill_tokens) + " prefill tokens (" + std::to_string(s.prefill_seqs) + " prompts)";
+      ev.push_back({{"name", name},
+                    {"cat", "step"},
+                    {"ph", "X"},
+                    {"pid", pid},
+                    {"tid", 0},
+                    {"ts", s.start * 1e6},
+                    {"dur", (s.end - s.start) * 1e6},
+                    {"args",
+                     {{"step", s.index}, {"decode_tokens", s.decode_tokens}, {"prefill_tokens", s.prefill_tokens},
+                      {"decode_seqs", s.decode_seqs}, {"prefill_seqs", s.prefill_seqs}, {"running_seqs", s.running},
+                      {"kv_tokens", s.kv_tokens}, {"kv_capacity", s.kv_capacity}}}});
+      ev.push_back({{"name", "batch tokens"}, {"ph", "C"}, {"pid", pid}, {"ts", s.start * 1e6},
+                    {"args", {{"decode", s.decode_tokens}, {"prefill", s.prefill_tokens}}}});
+      ev.push_back({{"name", "KV tokens in use"}, {"ph", "C"}, {"pid", pid}, {"ts", s.start * 1e6},
+                    {"args", {{"kv", s.kv_tokens}}}});
+    }
+  }
   json j = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
   return j.dump() + "\n";
 }

@@ -34,8 +34,13 @@ std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o)
 json disagg_to_json(const Plan& plan, const DisaggReport& d);
 json result_to_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                     const ServingOptions& o, double wall_s);
-// Chrome trace event format (opens in Perfetto): one process per GPU, one thread per stream.
-std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu);
+// Chrome trace (Perfetto): one process per rank named by `roles` (e.g. "GPU 3 · pp 0 · tp 1/2 ·
+// ep 3/8"; empty = "GPU g (rank r)"), compute and communication threads; one "replica 0 steps"
+// process with a slice per recorded step (its batch in the args) and counters of batch tokens and
+// KV tokens in use.
+std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<int>& rank_gpu,
+                                     const std::vector<TimelineStep>& steps = {},
+                                     const std::vector<std::string>& roles = {});
 std::string requests_to_csv(const ServingResult& r, const ServingOptions& o);
 
 }  // namespace shardsim

@@ -147,7 +147,7 @@ class ReplicaSim {
       ++steps_;
       const int seqs = static_cast<int>(work.size());
       const bool whole_decode = seqs == seqs_in_engine_[static_cast<std::size_t>(e)] && batch_is_decode(work);
-      double end = run_step(t, batch, seqs);
+      double end = run_step(t, batch, work);
       finish_step(work, end, load);  // (work's pointers die here)
       ready_[static_cast<std::size_t>(e)] = end;
       arm(e, seqs, whole_decode);
@@ -360,8 +360,9 @@ class ReplicaSim {
 
   // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
   // last stage ends.
-  double run_step(double t, const ReplicaBatch& batch, int seqs) {
-    bool record = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
+  double run_step(double t, const ReplicaBatch& batch, const std::vector<std::pair<Seq*, int>>& work) {
+    const int seqs = static_cast<int>(work.size());
+    const bool record = records(batch_is_decode(work));
     std::vector<TimelineEvent> events;
     last_timing_ = step_timing(batch, record, events);
     double step_start = t;
@@ -369,8 +370,37 @@ class ReplicaSim {
     if (record) {
       for (auto& ev : events) ev.start += step_start;
       out_.timeline.insert(out_.timeline.end(), events.begin(), events.end());
+      out_.timeline_steps.push_back(marker(step_start, end, work));
     }
     return end;
+  }
+
+  // ---- the timeline (ServingOptions::timeline_*) ----
+
+  // Replica 0 records from the chosen step on, until it has recorded timeline_steps.
+  bool timeline_pending() const {
+    return replica_ == 0 && static_cast<long>(out_.timeline_steps.size()) < opt_.timeline_steps;
+  }
+  bool records(bool decode_only) {
+    if (!timeline_pending()) return false;
+    if (!timeline_started_)
+      timeline_started_ = opt_.timeline_from_decode ? decode_only : steps_ - 1 >= opt_.timeline_from;
+    return timeline_started_;
+  }
+  TimelineStep marker(double start, double end, const std::vector<std::pair<Seq*, int>>& work) const {
+    TimelineStep m;
+    m.index = steps_ - 1;
+    m.start = start;
+    m.end = end;
+    for (const auto& [s, n] : work) {
+      const bool prefill = s->prefilled < s->prompt;
+      (prefill ? m.prefill_tokens : m.decode_tokens) += n;
+      (prefill ? m.prefill_seqs : m.decode_seqs) += 1;
+    }
+    m.running = static_cast<int>(running_.size());
+    for (long used : kv_used_) m.kv_tokens += used;
+    m.kv_capacity = static_cast<long>(kv_capacity_) * groups_;
+    return m;
   }
 
   // Adds a step's timing to the sums and the host's share to the clock, runs it through the
@@ -431,7 +461,7 @@ class ReplicaSim {
   // nobody and — on demand — fit their KV blocks; those steps' blocks are pre-allocated so that
   // no other engine's step can take them.
   void arm(int e, int seqs, bool all_decode) {
-    const bool recording = replica_ == 0 && out_.breakdown.steps < opt_.timeline_steps;
+    const bool recording = timeline_pending();  // no fast-forward past or through recorded steps
     const std::vector<int>& last_key = costs_.last_key();
     if (!opt_.fast_forward || last_key.empty() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
@@ -600,6 +630,7 @@ class ReplicaSim {
   long admissions_ = 0;
   double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
   long steps_ = 0;
+  bool timeline_started_ = false;  // replica 0 has reached the first step to record
   long frees_ = 0;             // releases and rejections so far: a blocked head may now fit
   long blocked_at_ = 0;        // frees_ when the head was last found blocked
   bool head_blocked_ = false;

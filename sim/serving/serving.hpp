@@ -61,7 +61,12 @@ struct ServingOptions {
   double think_time = 0;           // seconds
   double slo_ttft = 2.0;           // seconds
   double slo_tpot = 0.2;           // seconds
-  int timeline_steps = 0;          // record the timeline of the first N steps of replica 0
+  // Timeline of replica 0: record `timeline_steps` steps (0 = none), from step `timeline_from`
+  // (0-based), or from its first decode-only step when `timeline_from_decode`. Recorded steps are
+  // executed whole (never memoised or folded) and carry a TimelineStep marker.
+  int timeline_steps = 0;
+  long timeline_from = 0;
+  bool timeline_from_decode = false;
   long max_steps = 50'000'000;     // safety stop
   // Step memoisation: steps whose shape (per attention group: decode sequences, prefill tokens,
   // context tokens; sums and maxima) falls in the same ~6% buckets reuse one executed step's
@@ -191,6 +196,17 @@ struct DisaggReport {
   std::string transfer_tier = "analytic";  // or "simgrid": who timed the transfers
 };
 
+// A recorded step of replica 0 (ServingOptions::timeline_*): when it ran and what its batch held.
+struct TimelineStep {
+  long index = 0;                   // the replica's step number, 0-based
+  double start = 0, end = 0;        // seconds (first stage's start, last stage's end)
+  int decode_tokens = 0, prefill_tokens = 0;
+  int decode_seqs = 0, prefill_seqs = 0;  // sequences decoding / prefilling (a chunk) in this step
+  int running = 0;                  // sequences admitted on the replica
+  long kv_tokens = 0;               // KV tokens allocated or reserved, all attention groups
+  long kv_capacity = 0;             // KV tokens the replica holds, all attention groups
+};
+
 struct ServingResult {
   std::vector<RequestResult> requests;
   double makespan = 0;            // last completion, seconds
@@ -199,6 +215,7 @@ struct ServingResult {
   ServingBreakdown breakdown;
   MemoryReport memory;
   std::vector<TimelineEvent> timeline;
+  std::vector<TimelineStep> timeline_steps;  // one per recorded step, in order
   ExpertBalance experts;
   DisaggReport disagg;            // disaggregated plans only
   bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)

@@ -13,6 +13,7 @@
 #include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
+#include "sim/plan/plan_layout.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/worker_pool.hpp"
@@ -35,6 +36,7 @@ struct SimulateOptions {
   int samples = 16;
   std::string json_out, timeline_out, csv_out;
   int timeline_steps = 3;
+  std::string timeline_from = "0";  // a step number, or "decode" (the first decode-only step)
 };
 
 std::string f(const char* fmt, double x) {
@@ -91,6 +93,28 @@ int rail_unit_nodes(const Cluster& c) {
   int n = 0;
   for (int node = 0; node < c.num_nodes(); ++node) n += c.leaf_of(node * c.gpus_per_node()) == c.leaf_of(0);
   return n;
+}
+
+// Each rank's role for the timeline: "GPU 5 · pp 0 · tp 1/2 · attn-dp 2/4 · ep 5/8" (only the
+// degrees above 1).
+std::vector<std::string> rank_roles(const Plan& plan, const std::vector<int>& gpus) {
+  const PlanLayout layout(plan);
+  const Degrees& d = plan.deg;
+  std::vector<std::string> out;
+  for (int g : gpus) {
+    const RankCoord c = layout.coord(g);
+    std::string s = "GPU " + std::to_string(g);
+    auto add = [&](const char* name, int rank, int of) {
+      if (of > 1) s += std::string(" · ") + name + " " + std::to_string(rank) + "/" + std::to_string(of);
+    };
+    add("pp", c.pp, d.pp);
+    add("tp", c.tp, d.tp);
+    add("attn-dp", c.attn_dp, d.attn_dp);
+    add("ep", layout.ep_rank(c), d.ep);
+    add("etp", layout.etp_rank(c), d.etp);
+    out.push_back(s);
+  }
+  return out;
 }
 
 // "73.6 GB", "5.57 TB", "0 B".
@@ -235,6 +259,12 @@ void run(const SimulateOptions& opt) {
   ServingOptions so = L.serving;
   so.link_traffic = true;  // the report's "links" section
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
+  if (opt.timeline_from == "decode") so.timeline_from_decode = true;
+  else if (!opt.timeline_from.empty() && opt.timeline_from.size() <= 9 &&
+           opt.timeline_from.find_first_not_of("0123456789") == std::string::npos)
+    so.timeline_from = std::stol(opt.timeline_from);
+  else
+    throw InputError("--timeline-from", opt.timeline_from, "expected a step number (0 = the first) or 'decode'");
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   FidelityReport fr;
@@ -264,7 +294,8 @@ void run(const SimulateOptions& opt) {
   }
   if (!opt.timeline_out.empty()) {
     const Plan& shown = plan.disaggregated() ? plan.decode() : plan;  // a disaggregated run's timeline is its decode pool's
-    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, PlanLayout(shown).replica(0)));
+    const std::vector<int> gpus = PlanLayout(shown).replica(0);
+    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus, r.timeline_steps, rank_roles(shown, gpus)));
   }
   if (!opt.csv_out.empty()) write_file_atomically(opt.csv_out, requests_to_csv(r, so));
 }
@@ -299,10 +330,15 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--json", opt->json_out, "write the result (schema shardsim.result/1) to this file");
-  cmd->add_option("--timeline", opt->timeline_out, "write a Chrome trace of the first steps (open in Perfetto)");
+  cmd->add_option("--timeline", opt->timeline_out,
+                  "write a Chrome trace of replica 0's steps (open in Perfetto): every operation on tracks named by "
+                  "each GPU's role, and a slice per step with its batch (decode/prefill tokens, sequences, KV in use)");
   cmd->add_option("--timeline-steps", opt->timeline_steps, "steps in the timeline")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
+  cmd->add_option("--timeline-from", opt->timeline_from,
+                  "first step of the timeline: a step number (0 = the first), or 'decode' for the first decode-only step")
+      ->capture_default_str();
   cmd->add_option("--requests-csv", opt->csv_out, "write one row per request to this CSV file");
   cmd->callback([opt] { run(*opt); });
 }
