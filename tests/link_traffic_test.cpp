@@ -43,6 +43,25 @@ TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink link
   CHECK(counter.count(p).bytes[kNv] == doctest::Approx(t.bytes[kNv]));  // nothing carried over between steps
 }
 
+TEST_CASE("link traffic: a ring over two nodes spreads its node crossings over every NIC, as NCCL's channels do") {
+  const Cluster c = load_cluster("dgx-h100:2");
+  StepProgram p = program_on(16);
+  std::vector<int> all;
+  for (int r = 0; r < 16; ++r) all.push_back(r);
+  StepOp op;
+  op.type = OpType::Collective;
+  op.coll = CollKind::AllReduce;
+  op.group = p.add_group(all);
+  op.bytes = 16e6;
+  p.add(op, {});
+  LinkTrafficCounter counter(c);
+  const LinkTraffic t = counter.count(p);
+  const double per_member = 2 * 15.0 / 16 * 16e6;  // each GPU sends this much in all
+  CHECK(t.bytes[kNic] == doctest::Approx(16 * per_member / 8 * 2));      // 1/8 out of its NIC, into another
+  CHECK(t.bytes[kNv] == doctest::Approx(16 * per_member * 7 / 8 * 2));   // 7/8 to the next GPU of its node
+  CHECK(t.busiest[kNic] == doctest::Approx(per_member / 8 / 50e9));       // every NIC equally loaded
+}
+
 TEST_CASE("link traffic: an all-to-all across nodes stays on the rails of a rail-optimised fabric, not without rails") {
   auto a2a = [](const Cluster& c) {
     StepProgram p = program_on(16);

@@ -3,7 +3,8 @@
 // Owns: LinkTrafficCounter, the analytic account of a step program's bytes per link and link
 // class. Each operation's traffic follows what NCCL moves: a ring collective sends, from every
 // member to the next, 2(p−1)/p of the buffer (all-reduce) or (p−1)/p of it (all-gather,
-// reduce-scatter); an all-to-all sends its matrix pair by pair; a send goes once. A pair of GPUs
+// reduce-scatter) — over several nodes as NCCL's channels do, 1/k of it across the NICs and the
+// rest over NVLink (k members per node); an all-to-all sends its matrix pair by pair; a send goes once. A pair of GPUs
 // on different nodes and different rails of a rail-optimised fabric goes as NCCL's PXN sends it:
 // over NVLink to the sender's GPU on the receiver's rail, then along that rail. Bytes follow the
 // cluster's shortest routes, per link direction; folded operations count `weight` times. The
@@ -42,6 +43,7 @@ class LinkTrafficCounter {
   const std::vector<Hop>& hops(int src_gpu, int dst_gpu);
   void flow(int src_gpu, int dst_gpu, double bytes);
   void carry(int src_gpu, int dst_gpu, double bytes);
+  void ring(const StepProgram& p, const std::vector<int>& group, double per_member);
 
   const Cluster& c_;
   std::unordered_map<std::uint64_t, std::vector<Hop>> routes_;
