@@ -106,7 +106,7 @@ TEST_CASE("tutorial: every lesson's commands run and its quoted figures hold") {
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".md" && e.path().filename() != "README.md") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  CHECK(files.size() >= 4);
+  CHECK(files.size() >= 7);
   for (const auto& f : files) {
     const Lesson l = read_lesson(f);
     CAPTURE(l.file);

@@ -158,7 +158,7 @@ void print_disaggregation(std::ostream& o, const Plan& plan, const ServingResult
   for (const auto* p : {&d.prefill, &d.decode})
     o << "  " << (p == &d.prefill ? "prefill" : "decode ") << " pool  " << f("%.1f%% busy", 100 * p->utilization)
       << " (replica step time / replicas × the run), " << p->breakdown.steps << " steps, KV capacity "
-      << f("%.0f tokens per attention group", p->memory.kv_capacity_tokens) << ", " << p->breakdown.preemptions << " preemptions\n";
+      << readable(p->memory.kv_capacity_tokens) << " tokens per attention group, " << p->breakdown.preemptions << " preemptions\n";
   o << "KV transfer    " << d.transfers << " prompts, " << f("%.2f GB", d.bytes / 1e9) << " moved (timed by " << d.transfer_tier
     << "): " << f("mean %.2f ms", d.transfer_mean * 1e3) << f(", p50 %.2f", d.transfer_p50 * 1e3)
     << f(", p99 %.2f", d.transfer_p99 * 1e3) << f(", max %.2f ms", d.transfer_max * 1e3)
