@@ -127,8 +127,13 @@ Genes DisaggregatedSpace::canonical(const Genes& g) const { return each_pool(g, 
 std::string DisaggregatedSpace::key(const Genes& g) const {
   const int s = split_of(g);
   const Split& sp = splits_[static_cast<std::size_t>(s)];
-  return "P" + std::to_string(sp.prefill_gpus) + "|" + sp.pools[0]->key(child_genes(g, s, 0)) + "|" +
-         sp.pools[1]->key(child_genes(g, s, 1));
+  std::string k = "P";  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "P" + to_string(…)
+  k += std::to_string(sp.prefill_gpus);
+  k += '|';
+  k += sp.pools[0]->key(child_genes(g, s, 0));
+  k += '|';
+  k += sp.pools[1]->key(child_genes(g, s, 1));
+  return k;
 }
 
 Plan DisaggregatedSpace::decode(const Genes& g) const {

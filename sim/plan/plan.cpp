@@ -154,7 +154,11 @@ std::string Dtypes::describe() const {
   };
   int wbits = weights == Dtype::FP4 ? 4 : weights == Dtype::FP8 ? 8 : 16;
   int abits = activations == Dtype::FP8 ? 8 : activations == Dtype::FP4 ? 4 : 16;
-  std::string s = "W" + std::to_string(wbits) + "A" + std::to_string(abits) + " (";
+  std::string s = "W";  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "W" + to_string(…)
+  s += std::to_string(wbits);
+  s += 'A';
+  s += std::to_string(abits);
+  s += " (";
   if (math() == Dtype::FP8) s += "FP8 GEMMs";
   else if (wbits < 16) s += up(weights) + " weights dequantised, GEMMs in BF16";
   else s += "BF16 GEMMs";
