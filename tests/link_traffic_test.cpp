@@ -20,18 +20,30 @@ StepProgram program_on(int gpus) {
   return p;
 }
 
+// One collective over GPUs 0..gpus−1 (an all-to-all gets a uniform matrix of `bytes` per pair).
+StepProgram one_collective(int gpus, CollKind kind, double bytes) {
+  StepProgram p = program_on(gpus);
+  std::vector<int> all;
+  for (int r = 0; r < gpus; ++r) all.push_back(r);
+  StepOp op;
+  op.type = OpType::Collective;
+  op.coll = kind;
+  op.group = p.add_group(all);
+  op.bytes = bytes;
+  if (kind == CollKind::AllToAll) {
+    op.matrix = 0;
+    p.a2a.push_back(std::vector<double>(static_cast<std::size_t>(gpus * gpus), bytes));
+  }
+  p.add(op, {});
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink links per hop") {
   const Cluster c = load_cluster("dgx-h100:1");
-  StepProgram p = program_on(8);
-  StepOp op;
-  op.type = OpType::Collective;
-  op.coll = CollKind::AllReduce;
-  op.group = p.add_group({0, 1, 2, 3, 4, 5, 6, 7});
-  op.bytes = 8e6;
-  op.weight = 3;  // a folded op stands for three layers
-  p.add(op, {});
+  StepProgram p = one_collective(8, CollKind::AllReduce, 8e6);
+  p.ops[0].weight = 3;  // a folded op stands for three layers
   LinkTrafficCounter counter(c);
   const LinkTraffic t = counter.count(p);
   // Each of 8 members sends 2 · 7/8 · 8 MB to the next, over GPU → NVSwitch → GPU: 2 links.
@@ -45,17 +57,8 @@ TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink link
 
 TEST_CASE("link traffic: a ring over two nodes spreads its node crossings over every NIC, as NCCL's channels do") {
   const Cluster c = load_cluster("dgx-h100:2");
-  StepProgram p = program_on(16);
-  std::vector<int> all;
-  for (int r = 0; r < 16; ++r) all.push_back(r);
-  StepOp op;
-  op.type = OpType::Collective;
-  op.coll = CollKind::AllReduce;
-  op.group = p.add_group(all);
-  op.bytes = 16e6;
-  p.add(op, {});
   LinkTrafficCounter counter(c);
-  const LinkTraffic t = counter.count(p);
+  const LinkTraffic t = counter.count(one_collective(16, CollKind::AllReduce, 16e6));
   const double per_member = 2 * 15.0 / 16 * 16e6;  // each GPU sends this much in all
   CHECK(t.bytes[kNic] == doctest::Approx(16 * per_member / 8 * 2));      // 1/8 out of its NIC, into another
   CHECK(t.bytes[kNv] == doctest::Approx(16 * per_member * 7 / 8 * 2));   // 7/8 to the next GPU of its node
@@ -63,19 +66,9 @@ TEST_CASE("link traffic: a ring over two nodes spreads its node crossings over e
 }
 
 TEST_CASE("link traffic: an all-to-all across nodes stays on the rails of a rail-optimised fabric, not without rails") {
-  auto a2a = [](const Cluster& c) {
-    StepProgram p = program_on(16);
-    std::vector<int> all;
-    for (int r = 0; r < 16; ++r) all.push_back(r);
-    StepOp op;
-    op.type = OpType::Collective;
-    op.coll = CollKind::AllToAll;
-    op.group = p.add_group(all);
-    op.matrix = 0;
-    p.a2a.push_back(std::vector<double>(256, 1e6));  // 1 MB between every pair (self included, never sent)
-    p.add(op, {});
+  auto a2a = [](const Cluster& c) {  // 1 MB between every pair (self included, never sent)
     LinkTrafficCounter counter(c);
-    return counter.count(p);
+    return counter.count(one_collective(16, CollKind::AllToAll, 1e6));
   };
   // Two nodes: of each GPU's 15 peers, 7 share its node and 8 are remote (1 on its rail, 7 not).
   const double remote = 16 * 8 * 1e6, local = 16 * 7 * 1e6, off_rail = 16 * 7 * 1e6;
