@@ -45,8 +45,7 @@ constexpr double kMinSpread = 1.25;  // two anchors this far apart (ratio of con
 constexpr double kReach = 2.0;       // and are trusted up to one octave beyond the nearer one
 constexpr std::size_t kMinAnchors = 3;  // routing samples averaged before a family interpolates
 
-}  // namespace
-
+// a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
 StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
   auto mix = [w](double x, double y) { return std::max(0.0, x + w * (y - x)); };
   StepTiming t = a;
@@ -69,6 +68,8 @@ StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
   t.kernels = w < 0.5 ? a.kernels : b.kernels;
   return t;
 }
+
+}  // namespace
 
 StepCosts::StepCosts(int buckets_per_octave, bool interpolate, int cost_class, StepCache& cache)
     : b_(buckets_per_octave), interpolate_(interpolate && buckets_per_octave > 0), cost_class_(cost_class), cache_(cache) {}
@@ -103,9 +104,13 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   }
   StepTiming t = execute();
   if (!family.empty()) {
-    auto& v = cache_.anchors[family];
+    CostFamily& f = cache_.families[family];
+    auto& v = f.anchors;
     auto at = std::lower_bound(v.begin(), v.end(), s.sums[2], [](const CostAnchor& a, double x) { return a.context < x; });
-    if (at == v.end() || at->context != s.sums[2]) v.insert(at, CostAnchor{s.sums[2], t});
+    if (at == v.end() || at->context != s.sums[2]) {
+      v.insert(at, CostAnchor{s.sums[2], t});
+      f.mean = v.size() == 1 ? t : blend(f.mean, t, 1.0 / static_cast<double>(v.size()));  // running mean
+    }
   }
   cache_.by_shape.emplace(std::move(k), t);
   return t;
@@ -114,9 +119,9 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
 // Linear in the context sum between two anchors of `family`: bracketing it within one octave, or
 // both on one side, at least kMinSpread apart, with `x` within one octave of the nearer.
 bool StepCosts::interpolate_into(const std::vector<int>& family, double x, StepTiming& out) const {
-  auto f = cache_.anchors.find(family);
-  if (f == cache_.anchors.end() || f->second.size() < kMinAnchors || x <= 0) return false;
-  const auto& v = f->second;
+  auto f = cache_.families.find(family);
+  if (f == cache_.families.end() || f->second.anchors.size() < kMinAnchors || x <= 0) return false;
+  const auto& v = f->second.anchors;
   auto at = std::lower_bound(v.begin(), v.end(), x, [](const CostAnchor& a, double c) { return a.context < c; });
   const CostAnchor *lo = nullptr, *hi = nullptr;
   if (at != v.begin() && at != v.end()) {  // bracketed
@@ -141,13 +146,8 @@ bool StepCosts::interpolate_into(const std::vector<int>& family, double x, StepT
   constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
   const double w = (x - lo->context) / (hi->context - lo->context);
   auto line = [&](double a, double b) { return a + w * (b - a); };
-  out = v.front().timing;
-  for (std::size_t i = 1; i < v.size(); ++i) out = blend(out, v[i].timing, 1.0 / static_cast<double>(i + 1));
-  double mean_attn = 0, mean_busy = 0;
-  for (const auto& a : v) {
-    mean_attn += a.timing.critical[attn] / static_cast<double>(v.size());
-    mean_busy += a.timing.busy[attn] / static_cast<double>(v.size());
-  }
+  out = f->second.mean;
+  const double mean_attn = out.critical[attn];
   const double crit = line(lo->timing.critical[attn], hi->timing.critical[attn]);
   const double busy = line(lo->timing.busy[attn], hi->timing.busy[attn]);
   if (crit < 0 || busy < 0) return false;

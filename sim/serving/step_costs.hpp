@@ -6,12 +6,14 @@
 // group, its decode tokens, prefill tokens and context tokens, summarised by their sums and
 // maxima over groups plus the tokens it emits, each in ~2^(1/b) buckets (exact up to 2b; b =
 // ServingOptions::shape_buckets_per_octave). A step whose bucketed shape was seen reuses that
-// timing. A decode-only step of a new shape is interpolated (or extrapolated at most one octave)
-// linearly in its context sum between two executed steps of the same family — the same bucketed
-// decode tokens, emitted tokens and context imbalance (max group ÷ mean group, 4 buckets per
-// octave) — at least 25% apart: a decode step's context enters its cost through the attention's
-// KV reads, linear in the context (sim/step/compute_cost.hpp), and through nothing else. Every
-// other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
+// timing. A decode-only step of a new shape is timed from the executed steps of its family — the
+// same bucketed decode tokens, emitted tokens and context imbalance (max group ÷ mean group, 4
+// buckets per octave) — once the family has three: a decode step's context enters its cost only
+// through the attention's KV reads, linear in the context (sim/step/compute_cost.hpp), so its
+// attention is the line through the two executed steps nearest in context (bracketing it within
+// an octave, or both on one side at least 25% apart and it within an octave of the nearer), and
+// the rest — what each step's routing sample decided — is the family's mean. Every other step is
+// executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
 // synchronised (serve() runs replicas one after the other).
 #pragma once
 
@@ -31,9 +33,15 @@ struct CostAnchor {
   StepTiming timing;
 };
 
+// The executed decode-only steps of one family, by context, and their mean timing.
+struct CostFamily {
+  std::vector<CostAnchor> anchors;
+  StepTiming mean;
+};
+
 struct StepCache {
-  std::map<std::vector<int>, StepTiming> by_shape;                 // bucketed shape (+ cost class) → timing
-  std::map<std::vector<int>, std::vector<CostAnchor>> anchors;     // decode family → executed steps, by context
+  std::map<std::vector<int>, StepTiming> by_shape;   // bucketed shape (+ cost class) → timing
+  std::map<std::vector<int>, CostFamily> families;   // decode family → its executed steps
 };
 
 class StepCosts {
@@ -63,7 +71,5 @@ class StepCosts {
   long interpolated_ = 0;
 };
 
-// a + w (b − a), field by field (w outside [0, 1] extrapolates); kernels from the nearer one.
-StepTiming blend(const StepTiming& a, const StepTiming& b, double w);
 
 }  // namespace shardsim

@@ -90,22 +90,15 @@ LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
     const std::size_t n = g.size();
     if (n < 2) continue;
     auto gpu = [&](std::size_t i) { return p.rank_gpu[static_cast<std::size_t>(g[i])]; };
-    if (op.coll == CollKind::AllToAll && op.matrix >= 0) {
-      const std::vector<double>& m = p.a2a[static_cast<std::size_t>(op.matrix)];
+    if (op.coll == CollKind::AllToAll) {  // pair by pair: its matrix, or bytes / n to every other member
+      const std::vector<double>* m = op.matrix >= 0 ? &p.a2a[static_cast<std::size_t>(op.matrix)] : nullptr;
       for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t j = 0; j < n; ++j) flow(gpu(i), gpu(j), m[i * n + j] * op.weight);
+        for (std::size_t j = 0; j < n; ++j)  // flow() skips i == j
+          flow(gpu(i), gpu(j), (m ? (*m)[i * n + j] : op.bytes / static_cast<double>(n)) * op.weight);
       continue;
     }
-    const double share = static_cast<double>(n - 1) / static_cast<double>(n);
-    double per_member = op.bytes * share * op.weight;  // all-gather, reduce-scatter; all-to-all without a matrix
-    if (op.coll == CollKind::AllReduce) per_member *= 2;
-    if (op.coll == CollKind::AllToAll) {  // uniform: bytes / n to every other member
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t j = 0; j < n; ++j)
-          if (i != j) flow(gpu(i), gpu(j), op.bytes / static_cast<double>(n) * op.weight);
-      continue;
-    }
-    ring(p, g, per_member);
+    const double share = static_cast<double>(n - 1) / static_cast<double>(n);  // all-gather, reduce-scatter
+    ring(p, g, op.bytes * share * op.weight * (op.coll == CollKind::AllReduce ? 2 : 1));
   }
   LinkTraffic t;
   for (int d : touched_) {
