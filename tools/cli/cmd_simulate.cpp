@@ -250,6 +250,14 @@ void run(const SimulateOptions& opt) {
   // Output paths are refused before any work, not after it.
   for (const std::string& path : {opt.json_out, opt.timeline_out, opt.csv_out})
     if (!path.empty()) check_output_path(path);
+  const bool from_decode = opt.timeline_from == "decode";
+  long from_step = 0;
+  if (!from_decode) {
+    if (opt.timeline_from.empty() || opt.timeline_from.size() > 9 ||
+        opt.timeline_from.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError("--timeline-from", opt.timeline_from, "expected a step number (0 = the first) or 'decode'");
+    from_step = std::stol(opt.timeline_from);
+  }
   // The worker pool forks its zygote before anything else runs (no threads exist yet).
   std::unique_ptr<WorkerPool> pool;
   if (opt.fidelity != "analytic")
@@ -259,12 +267,8 @@ void run(const SimulateOptions& opt) {
   ServingOptions so = L.serving;
   so.link_traffic = true;  // the report's "links" section
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
-  if (opt.timeline_from == "decode") so.timeline_from_decode = true;
-  else if (!opt.timeline_from.empty() && opt.timeline_from.size() <= 9 &&
-           opt.timeline_from.find_first_not_of("0123456789") == std::string::npos)
-    so.timeline_from = std::stol(opt.timeline_from);
-  else
-    throw InputError("--timeline-from", opt.timeline_from, "expected a step number (0 = the first) or 'decode'");
+  so.timeline_from_decode = from_decode;
+  so.timeline_from = from_step;
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   FidelityReport fr;
