@@ -35,4 +35,14 @@ std::string readable(double x, int significant) {
   return out;
 }
 
+std::string readable_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (std::fabs(b) >= 1000 && u < 5) {
+    b /= 1000;
+    ++u;
+  }
+  return readable(b, 3) + " " + units[u];
+}
+
 }  // namespace shardsim

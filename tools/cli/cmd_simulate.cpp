@@ -117,17 +117,6 @@ std::vector<std::string> rank_roles(const Plan& plan, const std::vector<int>& gp
   return out;
 }
 
-// "73.6 GB", "5.57 TB", "0 B".
-std::string bytes_text(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (b >= 1000 && u < 5) {
-    b /= 1000;
-    ++u;
-  }
-  return readable(b, 3) + " " + units[u];
-}
-
 // Bytes per link class and how busy each class's busiest link was; why a class carried nothing.
 void print_links(std::ostream& o, const ServingBreakdown& b, const Cluster& c, int dp) {
   if (!b.link_traffic) return;
@@ -137,7 +126,7 @@ void print_links(std::ostream& o, const ServingBreakdown& b, const Cluster& c, i
   for (std::size_t k = 0; k < b.link_bytes.size(); ++k) {
     if (present[k] == 0) continue;
     const std::string name = to_string(static_cast<LinkClass>(k));
-    o << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << bytes_text(b.link_bytes[k])
+    o << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << readable_bytes(b.link_bytes[k])
       << (b.link_bytes[k] > 0 ? f(", busiest link %.1f%% busy", b.step_time > 0 ? 100 * b.link_busiest[k] / b.step_time : 0.0) : "")
       << " (" << present[k] << " links)\n";
   }
