@@ -9,6 +9,7 @@
 
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
+#include "sim/step/schedule_summary.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/simgrid/worker_pool.hpp"
@@ -119,4 +120,35 @@ TEST_CASE("fidelity: simgrid-tier JSON is byte-identical at 1 and 2 workers") {
   CHECK(ja.dump() == jb.dump());
   std::remove(a.c_str());
   std::remove(b.c_str());
+}
+
+TEST_CASE("fidelity: the simgrid tier charges contention to communication, not to compute") {
+  // An all-to-all over two nodes whose leaves serve 4 GPUs each, uplinks 4:1 oversubscribed:
+  // SimGrid slows the collectives, and only them.
+  ModelSpec m = load_model("qwen3-30b-a3b");
+  const std::string spec = "dgx-h100:2,rails=off,radix=8,oversub=4";
+  Cluster c = load_cluster(spec);
+  Plan p = plan_from_string("tp=1,attn_dp=16,ep=16", 16, plan_defaults(m));
+  RequestTrace t = head(load_request_trace("azure-conv"), 30);
+  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
+  ServingOptions o;
+  o.offline = true;  // the same batches at both tiers: only the step times differ
+  FidelityReport ra, rs;
+  ServingResult a = serve_at_fidelity("analytic", p, m, c, spec, t, routing.get(), o, nullptr, ra);
+  auto runner = make_in_process_runner();
+  ServingResult s = serve_at_fidelity("simgrid", p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
+  REQUIRE(rs.failed == 0);
+  REQUIRE(rs.ratio_median > 1.001);
+  double compute_a = 0, compute_s = 0, comm_a = 0, comm_s = 0;
+  for (int i = 0; i < kNumOpClasses; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    (is_comm_class(static_cast<OpClass>(i)) ? comm_a : compute_a) += a.breakdown.critical[k];
+    (is_comm_class(static_cast<OpClass>(i)) ? comm_s : compute_s) += s.breakdown.critical[k];
+  }
+  CHECK(s.breakdown.steps == a.breakdown.steps);
+  CHECK(compute_s == doctest::Approx(compute_a).epsilon(1e-9));
+  CHECK(comm_s > comm_a);
+  // The critical path still adds up to the (longer) step time.
+  CHECK(compute_s + comm_s + s.breakdown.idle_on_path == doctest::Approx(s.breakdown.step_time).epsilon(1e-6));
+  CHECK(s.breakdown.step_time - a.breakdown.step_time == doctest::Approx(comm_s - comm_a).epsilon(1e-6));
 }

@@ -11,6 +11,7 @@
 
 #include "sim/step/analytic_executor.hpp"
 #include "sim/step/lowering.hpp"
+#include "sim/step/schedule_summary.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "sim/serving/disaggregated.hpp"
@@ -99,10 +100,29 @@ class PoolRunner final : public SimgridRunner {
   WorkerPool& pool_;
 };
 
-// A timing scaled by r (every duration and the breakdown together).
+// A timing stretched to r times its makespan. SimGrid and the analytic executor price compute
+// alike and differ in how flows share links, so the difference is charged to communication (its
+// critical-path classes, busy time and collectives); a step with no communication on its critical
+// path, or one SimGrid finishes sooner than its communication allows, is scaled as a whole.
 StepTiming scaled(StepTiming t, double r) {
+  const double extra = (r - 1) * t.makespan;
+  double comm = 0;
+  for (int i = 0; i < kNumOpClasses; ++i)
+    if (is_comm_class(static_cast<OpClass>(i))) comm += t.critical[static_cast<std::size_t>(i)];
   t.makespan *= r;
   for (double& x : t.stage_time) x *= r;
+  if (comm > 0 && comm + extra >= 0) {
+    const double c = (comm + extra) / comm;
+    for (int i = 0; i < kNumOpClasses; ++i) {
+      if (!is_comm_class(static_cast<OpClass>(i))) continue;
+      t.critical[static_cast<std::size_t>(i)] *= c;
+      t.busy[static_cast<std::size_t>(i)] *= c;
+    }
+    for (double& x : t.coll_by_kind) x *= c;
+    t.comm_busy *= c;
+    t.comm_exposed = std::clamp(t.comm_exposed + extra, 0.0, t.comm_busy);
+    return t;
+  }
   for (double& x : t.critical) x *= r;
   for (double& x : t.busy) x *= r;
   for (double& x : t.coll_by_kind) x *= r;
