@@ -49,7 +49,7 @@ SloGoal parse_slo_goal(const std::string& text, double ttft_s, double tpot_s, co
     g.value = f;
     return g;
   }
-  throw InputError(source, "--goal", "expected p50, p90, p99 or attain=F with 0 < F ≤ 1, got \"" + text + "\"");
+  throw InputError(source, text, "expected p50, p90, p99 or attain=F with 0 < F ≤ 1");
 }
 
 double saturated_request_rate(const ServingResult& r, const Metrics& m) {

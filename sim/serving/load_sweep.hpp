@@ -30,7 +30,7 @@ struct SloGoal {
   std::string describe() const;         // "p99 TTFT ≤ 2000 ms and p99 TPOT ≤ 200 ms"
 };
 
-// "p50" | "p90" | "p99" | "attain=F" (0 < F ≤ 1); InputError(source, "--goal", …) otherwise.
+// "p50" | "p90" | "p99" | "attain=F" (0 < F ≤ 1); InputError(source, text, …) otherwise.
 SloGoal parse_slo_goal(const std::string& text, double ttft_s, double tpot_s, const std::string& source);
 
 // Requests per second a run served at saturation: completions per second in its steady window
