@@ -18,5 +18,6 @@ void add_validate_command(CLI::App& app); // cmd_validate.cpp — simulated vs p
 void add_space_command(CLI::App& app);    // cmd_space.cpp    — the search space: decisions, size, rule plans
 void add_search_command(CLI::App& app);   // cmd_search.cpp   — optimizers at equal budgets, compared
 void add_sweep_command(CLI::App& app);    // cmd_sweep.cpp    — one plan under rising load; max load within an SLO
+void add_compare_command(CLI::App& app);  // cmd_compare.cpp  — what-if scenarios side by side, and why they differ
 
 }  // namespace shardsim::cli

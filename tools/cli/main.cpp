@@ -53,7 +53,7 @@ void harden(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) harden(*sub);
 }
 
-// "shardsim compare --help" printed the main help and exited 0: an unknown command is an error.
+// "shardsim frobnicate --help" printed the main help and exited 0: an unknown command is an error.
 bool known_command(CLI::App& app, const std::string& word) {
   for (CLI::App* sub : app.get_subcommands({}))
     if (sub->check_name(word)) return true;
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
       "  shardsim plan check --model deepseek-v3 --cluster dgx-h100:16 --plan tp=8,ep=8,pp=2\n"
       "  shardsim simulate --model mixtral-8x7b --cluster dgx-h100:2 --plan megatron --requests 1000\n"
       "  shardsim sweep --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4 --out sweep\n"
+      "  shardsim compare --model deepseek-v3 --cluster dgx-h100:8 --cluster dgx-h200:8 --plan megatron\n"
       "  shardsim validate\n",
       "shardsim"};
   app.require_subcommand(0, 1);
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   shardsim::cli::add_space_command(app);
   shardsim::cli::add_search_command(app);
   shardsim::cli::add_sweep_command(app);
+  shardsim::cli::add_compare_command(app);
   harden(app);
   if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1])) {
     std::cerr << "error: " << argv[1] << ": unknown command (see 'shardsim --help')\n";

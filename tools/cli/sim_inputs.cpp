@@ -86,7 +86,7 @@ RequestTrace trace_at_rate(const SimInputs& in, const RequestTrace& trace, doubl
   return at_rate(trace, rate, in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson, in.seed);
 }
 
-static void parse_slo(const std::string& text, ServingOptions& o) {
+void parse_slo(const std::string& text, ServingOptions& o) {
   if (text.empty() || text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
     throw InputError("--slo " + text, "", "expected ttft=MS,tpot=MS (an empty item)");
   std::stringstream ss(text);

@@ -60,6 +60,8 @@ struct LoadedInputs {
 };
 
 LoadedInputs load_inputs(const SimInputs& in);
+// Sets o.slo_ttft and o.slo_tpot from "ttft=MS,tpot=MS" (InputError("--slo TEXT", key, …) otherwise).
+void parse_slo(const std::string& text, ServingOptions& o);
 // The plan `spec` (file, compact string or "megatron") for the loaded model and cluster; an
 // infeasible one is refused with its first violation (InputError(spec, field, …)), and so is a
 // disaggregated plan under closed-loop clients.
