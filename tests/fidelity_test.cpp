@@ -9,6 +9,7 @@
 
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/link_report.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/plan/plan.hpp"
@@ -151,4 +152,47 @@ TEST_CASE("fidelity: the simgrid tier charges contention to communication, not t
   // The critical path still adds up to the (longer) step time.
   CHECK(compute_s + comm_s + s.breakdown.idle_on_path == doctest::Approx(s.breakdown.step_time).epsilon(1e-6));
   CHECK(s.breakdown.step_time - a.breakdown.step_time == doctest::Approx(comm_s - comm_a).epsilon(1e-6));
+}
+
+TEST_CASE("fidelity: per-link loads of the SimGrid steps, every link direction listed, busiest first") {
+  ModelSpec m = load_model("qwen3-30b-a3b");
+  const std::string spec = "dgx-h100:2,rails=off,radix=8,oversub=4";
+  Cluster c = load_cluster(spec);
+  Plan p = plan_from_string("tp=1,attn_dp=16,ep=16", 16, plan_defaults(m));
+  RequestTrace t = head(load_request_trace("azure-conv"), 20);
+  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
+  ServingOptions o;
+  o.offline = true;
+  FidelityReport rs;
+  auto runner = make_in_process_runner();
+  serve_at_fidelity("simgrid", p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
+  REQUIRE(rs.failed == 0);
+  REQUIRE(!rs.links.empty());
+  CHECK(rs.simgrid_seconds > 0);
+  double leaf_spine = 0;
+  for (const auto& l : rs.links) {
+    CHECK(l.bytes > 0);
+    CHECK(l.steps >= 1);
+    CHECK(l.steps <= rs.sampled_steps);
+    CHECK(l.peak <= 1.0 + 1e-9);  // a direction cannot be busier than its step
+    CHECK(l.peak * rs.simgrid_seconds >= l.busy_seconds / l.steps - 1e-12);
+    if (c.link(l.dlink / 2).cls == LinkClass::LeafSpine) leaf_spine += l.bytes;
+  }
+  CHECK(leaf_spine > 0);  // 16-way EP over two leaves crosses the spine
+  const std::string csv = links_csv(rs, c);
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "link,direction,class,from,to,bandwidth_gb_s,bytes,utilization_mean,utilization_peak,steps");
+  long rows = 0, idle = 0;
+  double last = 2;
+  while (std::getline(in, line)) {
+    ++rows;
+    idle += line.substr(line.rfind(',') + 1) == "0";
+    const double mean = std::stod(line.substr(line.rfind(',', line.rfind(',', line.rfind(',') - 1) - 1) + 1));
+    CHECK(mean <= last);  // busiest first
+    last = mean;
+  }
+  CHECK(rows == 2L * c.num_links());
+  CHECK(idle == rows - static_cast<long>(rs.links.size()));  // the directions that carried nothing are listed too
 }

@@ -35,7 +35,7 @@ std::string encode_request(const std::string& spec, const StepProgram& p) {
 
 SimgridStepResult decode_reply(std::string_view bytes) {
   WireReader r(bytes);
-  r.header("SGRP", 2);
+  r.header("SGRP", 3);
   SimgridStepResult out;
   out.ok = true;
   out.timing = decode_timing(r.string());
@@ -46,6 +46,14 @@ SimgridStepResult decode_reply(std::string_view bytes) {
   out.most_loaded_class = r.i32();
   out.analytic_makespan = r.f64();
   out.op_end = r.doubles();
+  const std::int32_t links = r.i32();
+  if (links < 0) throw std::runtime_error("SimGrid reply: a negative link count");
+  out.links.resize(static_cast<std::size_t>(links));
+  for (auto& l : out.links) {
+    l.dlink = r.i32();
+    l.bytes = r.f64();
+    l.busy_seconds = r.f64();
+  }
   r.finish();
   return out;
 }
@@ -208,6 +216,24 @@ std::vector<int> representative_layers(const Plan& plan, const ModelSpec& m) {
   return out;
 }
 
+// Adds one SimGrid step's per-link loads to the report's (kept sorted by dlink).
+void add_links(const SimgridStepResult& r, FidelityReport& rep) {
+  const double makespan = r.timing.makespan;
+  rep.simgrid_seconds += makespan;
+  std::map<int, FidelityReport::LinkLoad> merged;
+  for (const auto& l : rep.links) merged[l.dlink] = l;
+  for (const auto& l : r.links) {
+    FidelityReport::LinkLoad& m = merged[l.dlink];
+    m.dlink = l.dlink;
+    m.bytes += l.bytes;
+    m.busy_seconds += l.busy_seconds;
+    m.peak = std::max(m.peak, makespan > 0 ? l.busy_seconds / makespan : 0.0);
+    ++m.steps;
+  }
+  rep.links.clear();
+  for (const auto& [d, l] : merged) rep.links.push_back(l);
+}
+
 void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& rep) {
   std::array<double, 5> sg{}, an{};
   std::map<int, int> classes;
@@ -219,6 +245,7 @@ void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& re
       rep.ops[k] += r.analytic_seconds[k] > 0 ? 1 : 0;
     }
     if (r.most_loaded_class >= 0) classes[r.most_loaded_class]++;
+    add_links(r, rep);
   }
   for (std::size_t k = 0; k < 5; ++k) rep.slowdown[k] = an[k] > 0 ? sg[k] / an[k] : 1.0;
   int best = 0;
@@ -289,7 +316,7 @@ std::string simgrid_worker_handler(std::string_view request) {
   StepTiming t = ex->run(program);
   const ContentionReport& c = ex->last_contention();
   WireWriter w;
-  w.header("SGRP", 2);
+  w.header("SGRP", 3);
   w.string(encode(t));
   for (std::size_t k = 0; k < 5; ++k) {
     w.f64(c.simgrid_seconds[k]);
@@ -298,6 +325,12 @@ std::string simgrid_worker_handler(std::string_view request) {
   w.i32(c.most_loaded_class);
   w.f64(c.analytic_makespan);
   w.doubles(ex->last_op_ends());
+  w.i32(static_cast<std::int32_t>(c.links.size()));
+  for (const auto& l : c.links) {
+    w.i32(l.dlink);
+    w.f64(l.bytes);
+    w.f64(l.busy_seconds);
+  }
   return w.take();
 }
 

@@ -38,6 +38,7 @@ struct SimgridStepResult {
   int most_loaded_class = -1;               // LinkClass, −1 when no flow ran
   double analytic_makespan = 0;
   std::vector<double> op_end;               // when each operation ended, seconds from the start
+  std::vector<LinkDirectionLoad> links;     // per link direction that carried a byte
 };
 
 class SimgridRunner {
@@ -66,6 +67,17 @@ struct FidelityReport {
   std::array<double, 5> slowdown{1, 1, 1, 1, 1};         // per CollKind + sends, Σ SimGrid / Σ analytic
   std::array<int, 5> ops{};        // operations of each kind in the sampled programs
   int most_loaded_class = -1;      // LinkClass busiest in the most samples
+  // Per link direction, over the steps run in SimGrid (a sample's representative layers at the
+  // simgrid tier, whole steps at the full tier): bytes carried, busy seconds (bytes / capacity),
+  // and the highest busy share of one step's makespan. `simgrid_seconds` = Σ those steps'
+  // SimGrid makespans, so busy_seconds / simgrid_seconds is a link's mean utilisation.
+  struct LinkLoad {
+    int dlink = 0;
+    double bytes = 0, busy_seconds = 0, peak = 0;
+    long steps = 0;                // steps in which it carried a byte
+  };
+  std::vector<LinkLoad> links;     // by dlink
+  double simgrid_seconds = 0;
   std::vector<std::string> errors; // first few failure messages
 };
 

@@ -700,11 +700,13 @@ void SimgridExecutor::State::fill_report(const StepProgram& p, const StepTiming&
   r.makespan = t.makespan;
   r.analytic_makespan = analytic.run(p).makespan;
   double worst = -1;
+  r.links.clear();
   for (int d : dlink_touched) {
     const int id = d / 2;
     const auto cls = static_cast<std::size_t>(cluster.link(id).cls);
     const double bytes = dlink_bytes[static_cast<std::size_t>(d)];
     const double busy = bytes / platform.capacity(id);
+    r.links.push_back({d, bytes, busy});
     LinkClassLoad& l = r.by_class[cls];
     l.bytes += bytes;
     ++l.links_used;
@@ -713,6 +715,7 @@ void SimgridExecutor::State::fill_report(const StepProgram& p, const StepTiming&
       l.busiest_link = id;
     }
   }
+  std::sort(r.links.begin(), r.links.end(), [](const auto& a, const auto& b) { return a.dlink < b.dlink; });
   for (int c = 0; c < kNumLinkClasses; ++c) {
     LinkClassLoad& l = r.by_class[static_cast<std::size_t>(c)];
     l.utilization = t.makespan > 0 ? l.busiest_seconds / t.makespan : 0;

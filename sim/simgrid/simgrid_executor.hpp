@@ -57,6 +57,7 @@ struct ContentionReport {
   double slowdown(int kind) const;
   std::array<LinkClassLoad, kNumLinkClasses> by_class{};  // indexed by LinkClass
   int most_loaded_class = -1;   // LinkClass with the largest busiest_seconds; −1 when no flow ran
+  std::vector<LinkDirectionLoad> links;  // every link direction that carried a byte, by dlink
   double makespan = 0;          // SimGrid makespan of the step, seconds
   double analytic_makespan = 0; // AnalyticExecutor's makespan of the same program, seconds
   std::size_t flows = 0, execs = 0, timers = 0;  // SimGrid activities and timers used

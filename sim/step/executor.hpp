@@ -25,6 +25,14 @@ struct TimelineEvent {
   std::string name;
 };
 
+// What one direction of a link carried in one step (SimGrid's flows): the per-link figures of
+// `simulate --links`. dlink = 2 × link id + 0 (from link_ends().first) or + 1 (the other way).
+struct LinkDirectionLoad {
+  int dlink = 0;
+  double bytes = 0;
+  double busy_seconds = 0;  // bytes / the link's capacity: the time it needed at full rate
+};
+
 struct StepTiming {
   // One step of one replica. "Per GPU" = averaged over the replica's ranks. Exact definitions:
   // sim/step/schedule_summary.hpp. Invariants: Σ critical + idle_on_path = makespan;

@@ -2,8 +2,8 @@
 //
 // Loads the inputs, refuses an infeasible plan (exit 2, the first violation named), replays the
 // trace through the serving loop with the chosen executor, prints a short report (metrics, memory,
-// where the time goes) and writes the optional result JSON, Chrome timeline and request CSV —
-// all only after the run succeeded.
+// where the time goes) and writes the optional result JSON, Chrome timeline, request CSV and
+// (SimGrid tiers) per-link CSV — all only after the run succeeded.
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +16,7 @@
 #include "sim/plan/plan_layout.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/link_report.hpp"
 #include "sim/simgrid/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
 #include "sim/serving/metrics.hpp"
@@ -34,7 +35,7 @@ struct SimulateOptions {
   std::string fidelity = "simgrid";
   int workers = 0;  // 0 = one per core
   int samples = 16;
-  std::string json_out, timeline_out, csv_out;
+  std::string json_out, timeline_out, csv_out, links_out;
   int timeline_steps = 3;
   std::string timeline_from = "0";  // a step number, or "decode" (the first decode-only step)
 };
@@ -93,6 +94,20 @@ int rail_unit_nodes(const Cluster& c) {
   int n = 0;
   for (int node = 0; node < c.num_nodes(); ++node) n += c.leaf_of(node * c.gpus_per_node()) == c.leaf_of(0);
   return n;
+}
+
+// The link direction busiest on average in the SimGrid steps (all of them: --links FILE).
+void print_busiest_link(std::ostream& o, const FidelityReport& fr, const Cluster& c) {
+  const FidelityReport::LinkLoad* top = nullptr;
+  for (const auto& l : fr.links)
+    if (!top || l.busy_seconds > top->busy_seconds) top = &l;
+  if (!top || fr.simgrid_seconds <= 0) return;
+  const int id = top->dlink / 2;
+  auto [a, b] = c.link_ends(id);
+  if (top->dlink % 2) std::swap(a, b);
+  o << "  busiest link " << c.graph()[static_cast<Vertex>(a)].name << " → " << c.graph()[static_cast<Vertex>(b)].name << " ("
+    << to_string(c.link(id).cls) << f("): %.1f%% busy on average", 100 * top->busy_seconds / fr.simgrid_seconds)
+    << f(", %.1f%% in its busiest step (every link: --links FILE)\n", 100 * top->peak);
 }
 
 // Each rank's role for the timeline: "GPU 5 · pp 0 · tp 1/2 · attn-dp 2/4 · ep 5/8" (only the
@@ -225,6 +240,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
       if (fr.ops[static_cast<std::size_t>(k)] > 0) o << " " << kind_name(k) << f(" %.2f×;", fr.slowdown[static_cast<std::size_t>(k)]);
     if (fr.most_loaded_class >= 0) o << " busiest link class: " << to_string(static_cast<LinkClass>(fr.most_loaded_class));
     o << "\n";
+    print_busiest_link(o, fr, c);
     for (const auto& e : fr.errors) o << "  failed evaluation: " << e << "\n";
   }
   if (d.pp > 1 && b.pipeline_span > 0)
@@ -237,8 +253,12 @@ void run(const SimulateOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
   // Output paths are refused before any work, not after it.
-  for (const std::string& path : {opt.json_out, opt.timeline_out, opt.csv_out})
+  for (const std::string& path : {opt.json_out, opt.timeline_out, opt.csv_out, opt.links_out})
     if (!path.empty()) check_output_path(path);
+  if (!opt.links_out.empty() && opt.fidelity == "analytic")
+    throw InputError("--links", opt.links_out,
+                     "per-link loads come from the steps SimGrid runs: use --fidelity simgrid or full (the analytic "
+                     "tier's per-class traffic is in the report's \"links\" section)");
   const bool from_decode = opt.timeline_from == "decode";
   long from_step = 0;
   if (!from_decode) {
@@ -291,6 +311,7 @@ void run(const SimulateOptions& opt) {
     write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus, r.timeline_steps, rank_roles(shown, gpus)));
   }
   if (!opt.csv_out.empty()) write_file_atomically(opt.csv_out, requests_to_csv(r, so));
+  if (!opt.links_out.empty()) write_file_atomically(opt.links_out, links_csv(fr, *L.cluster));
 }
 
 }  // namespace
@@ -333,6 +354,9 @@ void add_simulate_command(CLI::App& app) {
                   "first step of the timeline: a step number (0 = the first), or 'decode' for the first decode-only step")
       ->capture_default_str();
   cmd->add_option("--requests-csv", opt->csv_out, "write one row per request to this CSV file");
+  cmd->add_option("--links", opt->links_out,
+                  "simgrid and full tiers: write every link direction's load in the SimGrid steps (bytes, mean and peak "
+                  "utilisation) to this CSV file, busiest first (docs/what-if.md)");
   cmd->callback([opt] { run(*opt); });
 }
 

@@ -42,7 +42,7 @@ std::string writable_file(std::string& s) {
 // exited 0), seeds must be whole numbers.
 void harden(CLI::App& app) {
   static const std::set<std::string> files = {"--json", "--timeline", "--requests-csv", "--markdown",
-                                              "--dot",  "--json-links", "--policy-out"};
+                                              "--dot",  "--json-links", "--policy-out", "--links"};
   for (CLI::Option* o : app.get_options()) {
     if (o->get_items_expected_max() == 0) continue;  // flags
     const std::string name = o->get_name();
