@@ -2,6 +2,7 @@
 // all-to-all across nodes with and without rail optimisation, worked by hand.
 #include <doctest/doctest.h>
 
+#include "sim/step/collective_cost.hpp"
 #include "sim/step/link_traffic.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
@@ -98,4 +99,26 @@ TEST_CASE("link traffic: simulate reports bytes per class and says why an idle s
   const auto spine_line = flat.out.find("  leaf-spine");
   REQUIRE(spine_line != std::string::npos);
   CHECK(flat.out.compare(spine_line, 21, "  leaf-spine      0 B") != 0);  // it carries the inter-node bytes
+}
+
+TEST_CASE("link traffic: an all-to-all the executors route receive-side is counted receive-side") {
+  // Every GPU of node 0 sends 64 MB to GPU 8 (node 1, rail 0), which sends nothing back: send-side
+  // (PXN) would pour 7 × 64 MB through GPU 8's one NIC; receive-side forwarding sends each along
+  // its own rail to node 1 and over NVLink to GPU 8, so the NICs share it and NVLink carries it.
+  const Cluster c = load_cluster("dgx-h100:2");
+  StepProgram p = one_collective(16, CollKind::AllToAll, 0);
+  std::vector<double>& m = p.a2a[0];
+  for (int src = 0; src < 8; ++src) m[static_cast<std::size_t>(src * 16 + 8)] = 64e6;
+  std::vector<int> gpus(16);
+  for (int g = 0; g < 16; ++g) gpus[static_cast<std::size_t>(g)] = g;
+  REQUIRE(all_to_all_routing(c, gpus, m) == A2aRouting::ReceiveSide);
+  LinkTrafficCounter counter(c);
+  const LinkTraffic t = counter.count(p);
+  // Each of the 8 senders' 64 MB crosses a NIC up and a NIC down on its own rail: 8 × 2 NIC hops.
+  CHECK(t.bytes[kNic] == doctest::Approx(8 * 2 * 64e6));
+  // The busiest NIC direction carries one sender's bytes, not eight (send side: 8 × 64 MB into GPU 8).
+  CHECK(t.busiest[kNic] == doctest::Approx(64e6 / c.injection_bw(8)));
+  // Seven of them are forwarded over node 1's NVLink (rail 0's arrives at GPU 8 itself); send side
+  // would move the same bytes over node 0's NVLink instead.
+  CHECK(t.bytes[kNv] == doctest::Approx(7 * 2 * 64e6));
 }

@@ -7,8 +7,8 @@
 
 namespace shardsim {
 
-LinkTrafficCounter::LinkTrafficCounter(const Cluster& cluster)
-    : c_(cluster), load_(2 * static_cast<std::size_t>(cluster.num_links()), 0.0) {}
+LinkTrafficCounter::LinkTrafficCounter(const Cluster& cluster, const CollectiveModel& model)
+    : c_(cluster), model_(model), load_(2 * static_cast<std::size_t>(cluster.num_links()), 0.0) {}
 
 const std::vector<LinkTrafficCounter::Hop>& LinkTrafficCounter::hops(int src, int dst) {
   const std::uint64_t key = static_cast<std::uint64_t>(src) << 32 | static_cast<std::uint32_t>(dst);
@@ -31,11 +31,15 @@ void LinkTrafficCounter::carry(int src, int dst, double bytes) {
   }
 }
 
-// src → dst, through the sender's GPU on the receiver's rail when that keeps the bytes on one rail.
-void LinkTrafficCounter::flow(int src, int dst, double bytes) {
+// src → dst. Across nodes and rails of a rail-optimised fabric the bytes stay on one rail: through
+// the sender's GPU on the receiver's rail (send side, PXN), or along the sender's rail to the
+// receiver's node's GPU on it, then over NVLink (receive side, DeepEP's forwarding).
+void LinkTrafficCounter::flow(int src, int dst, double bytes, A2aRouting routing) {
   if (src == dst || !(bytes > 0)) return;
   if (c_.fabric().rail_optimized && !c_.same_nvlink_domain(src, dst) && !c_.same_rail(src, dst)) {
-    const int proxy = c_.node_of(src) * c_.gpus_per_node() + c_.rail_of(dst);
+    const int gpn = c_.gpus_per_node();
+    const int proxy = routing == A2aRouting::SendSide ? c_.node_of(src) * gpn + c_.rail_of(dst)
+                                                      : c_.node_of(dst) * gpn + c_.rail_of(src);
     carry(src, proxy, bytes);
     carry(proxy, dst, bytes);
     return;
@@ -91,10 +95,14 @@ LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
     if (n < 2) continue;
     auto gpu = [&](std::size_t i) { return p.rank_gpu[static_cast<std::size_t>(g[i])]; };
     if (op.coll == CollKind::AllToAll) {  // pair by pair: its matrix, or bytes / n to every other member
-      const std::vector<double>* m = op.matrix >= 0 ? &p.a2a[static_cast<std::size_t>(op.matrix)] : nullptr;
+      std::vector<double> m = op.matrix >= 0 ? p.a2a[static_cast<std::size_t>(op.matrix)]
+                                             : std::vector<double>(n * n, op.bytes / static_cast<double>(n));
+      std::vector<int> gpus(n);
+      for (std::size_t i = 0; i < n; ++i) gpus[i] = gpu(i);
+      const A2aRouting routing = all_to_all_routing(c_, gpus, m, model_);  // as both executors route it
       for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = 0; j < n; ++j)  // flow() skips i == j
-          flow(gpu(i), gpu(j), (m ? (*m)[i * n + j] : op.bytes / static_cast<double>(n)) * op.weight);
+          flow(gpus[i], gpus[j], m[i * n + j] * op.weight, routing);
       continue;
     }
     const double share = static_cast<double>(n - 1) / static_cast<double>(n);  // all-gather, reduce-scatter

@@ -4,9 +4,12 @@
 // class. Each operation's traffic follows what NCCL moves: a ring collective sends, from every
 // member to the next, 2(p−1)/p of the buffer (all-reduce) or (p−1)/p of it (all-gather,
 // reduce-scatter) — over several nodes as NCCL's channels do, 1/k of it across the NICs and the
-// rest over NVLink (k members per node); an all-to-all sends its matrix pair by pair; a send goes once. A pair of GPUs
-// on different nodes and different rails of a rail-optimised fabric goes as NCCL's PXN sends it:
-// over NVLink to the sender's GPU on the receiver's rail, then along that rail. Bytes follow the
+// rest over NVLink (k members per node); an all-to-all sends its matrix pair by pair; a send goes
+// once. A pair of GPUs on different nodes and different rails of a rail-optimised fabric stays on
+// one rail: sends and collectives go as NCCL's PXN sends them (over NVLink to the sender's GPU on
+// the receiver's rail, then along that rail); an all-to-all goes the way all_to_all_routing()
+// picks for it, as both executors route it (send side, or receive side: along the sender's rail,
+// then over NVLink on the receiver's node). Bytes follow the
 // cluster's shortest routes, per link direction; folded operations count `weight` times. The
 // figures explain where traffic goes (which class carries it, how busy its busiest link is); the
 // step's time still comes from the executors' collective models.
@@ -18,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/step/collective_cost.hpp"
 #include "sim/step/step_program.hpp"
 #include "topologies/link_class.hpp"
 
@@ -32,7 +36,7 @@ struct LinkTraffic {
 
 class LinkTrafficCounter {
  public:
-  explicit LinkTrafficCounter(const Cluster& cluster);
+  explicit LinkTrafficCounter(const Cluster& cluster, const CollectiveModel& model = {});
   LinkTraffic count(const StepProgram& program);
 
  private:
@@ -41,11 +45,12 @@ class LinkTrafficCounter {
     bool forward;  // traversed from link_ends().first to .second
   };
   const std::vector<Hop>& hops(int src_gpu, int dst_gpu);
-  void flow(int src_gpu, int dst_gpu, double bytes);
+  void flow(int src_gpu, int dst_gpu, double bytes, A2aRouting routing = A2aRouting::SendSide);
   void carry(int src_gpu, int dst_gpu, double bytes);
   void ring(const StepProgram& p, const std::vector<int>& group, double per_member);
 
   const Cluster& c_;
+  CollectiveModel model_;
   std::unordered_map<std::uint64_t, std::vector<Hop>> routes_;
   std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
   std::vector<int> touched_;

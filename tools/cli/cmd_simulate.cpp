@@ -147,8 +147,8 @@ void print_links(std::ostream& o, const ServingBreakdown& b, const Cluster& c, i
   }
   const auto spine = static_cast<std::size_t>(LinkClass::LeafSpine);
   if (c.fabric().rail_optimized && present[spine] > 0 && b.link_bytes[spine] == 0 && c.num_nodes() > 1)
-    o << "  the spine carried nothing: inter-node traffic goes GPU → NIC → its rail's leaf → NIC (PXN moves it onto the\n"
-         "  receiver's rail over NVLink first), and a rail leaf serves "
+    o << "  the spine carried nothing: inter-node traffic goes GPU → NIC → its rail's leaf → NIC (it changes rail over\n"
+         "  NVLink inside a node: PXN or receive-side forwarding), and a rail leaf serves "
       << rail_unit_nodes(c) << " nodes (one rail-optimised unit), so leaf-spine oversubscription cannot slow this run\n";
 }
 
