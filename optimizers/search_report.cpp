@@ -10,19 +10,12 @@
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
+#include "optimizers/anytime_plot.hpp"
+#include "optimizers/statistics.hpp"
 
 namespace shardsim {
 
 namespace {
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = q * static_cast<double>(v.size() - 1);
-  auto lo = static_cast<std::size_t>(pos);
-  std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 std::string fmt(const char* f, double x) {
   char buf[64];
@@ -56,7 +49,6 @@ std::string plan_difference(const Plan& a, const Plan& b) {
 }
 
 // Distinct line colours for the optimizers (a colour-blind-safe qualitative palette).
-const std::vector<std::string> kColours = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#7f7f7f"};
 
 json opt_number(double x) { return x < 0 ? json(nullptr) : json(x); }
 
@@ -103,7 +95,42 @@ long evals_to_reach(const std::vector<double>& anytime, double target) {
   return -1;
 }
 
-SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGenes>& rules, const SearchSpace& space) {
+namespace {
+
+bool deterministic(const std::string& optimizer) { return optimizer == "megatron" || optimizer == "exhaustive"; }
+
+// The optimizer the others are tested against: the one asked for, else rl, else the first with seeds.
+std::string reference_of(const std::vector<std::string>& order, const std::string& asked) {
+  if (!asked.empty()) return asked;
+  if (std::find(order.begin(), order.end(), "rl") != order.end()) return "rl";
+  for (const auto& n : order)
+    if (!deterministic(n)) return n;
+  return "";
+}
+
+// Each stochastic optimizer's best objectives against the reference's: U, p (Holm over the
+// comparisons), A12.
+void test_against_reference(SearchReport& rep, const std::map<std::string, std::vector<double>>& bests) {
+  const auto ref = bests.find(rep.reference);
+  if (ref == bests.end()) return;
+  std::vector<OptimizerSummary*> tested;
+  std::vector<double> p;
+  for (auto& s : rep.optimizers) {
+    if (s.optimizer == rep.reference || deterministic(s.optimizer)) continue;
+    const std::vector<double>& mine = bests.at(s.optimizer);
+    const MannWhitney mw = mann_whitney(mine, ref->second);
+    s.test = {true, mw.u, mw.p, mw.p, a12(mine, ref->second), mw.exact};
+    tested.push_back(&s);
+    p.push_back(mw.p);
+  }
+  const std::vector<double> adjusted = holm_adjust(p);
+  for (std::size_t i = 0; i < tested.size(); ++i) tested[i]->test.p_holm = adjusted[i];
+}
+
+}  // namespace
+
+SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGenes>& rules, const SearchSpace& space,
+                              const std::string& reference, std::uint64_t seed) {
   SearchReport rep;
   for (std::size_t i = 0; i < out.runs.size(); ++i) {
     const auto& r = out.runs[i];
@@ -120,6 +147,8 @@ SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGe
   std::vector<std::string> order;
   for (const auto& r : out.runs)
     if (std::find(order.begin(), order.end(), r.optimizer) == order.end()) order.push_back(r.optimizer);
+  rep.reference = reference_of(order, reference);
+  std::map<std::string, std::vector<double>> bests;
   for (const auto& name : order) {
     OptimizerSummary s;
     s.optimizer = name;
@@ -138,12 +167,55 @@ SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGe
     s.median_wall_s = quantile(wall, 0.5);
     s.median_evals_to_95 = e95.empty() ? -1 : quantile(e95, 0.5);
     s.median_evals_to_99 = e99.empty() ? -1 : quantile(e99, 0.5);
+    s.median_interval = bootstrap_median_interval(best, seed);
+    s.evals_to_95_interval = bootstrap_median_interval(e95, seed);
+    bests[name] = best;
     if (rep.megatron_best > 0) s.vs_megatron = s.median / rep.megatron_best;
     if (rep.optimum > 0) s.vs_optimum = s.median / rep.optimum;
     rep.optimizers.push_back(s);
   }
+  test_against_reference(rep, bests);
   return rep;
 }
+
+namespace {
+
+std::string interval_text(const Interval& i) { return "[" + readable(i.lo) + ", " + readable(i.hi) + "]"; }
+
+// The statistics table: intervals, success rates, and each stochastic optimizer against the reference.
+std::string statistics_markdown(const SearchReport& rep) {
+  std::ostringstream o;
+  o << "\n## Statistics over seeds\n\nMedian best objective with its 95% bootstrap interval; success = runs whose "
+       "best reached 95% / 99% of the best known; evaluations to 95% over the runs that reached it";
+  if (!rep.reference.empty())
+    o << "; two-sided Mann–Whitney U of each optimizer's best objectives against **" << rep.reference
+      << "**'s, p Holm-corrected over the comparisons, and the Vargha–Delaney A12 (the chance that a run of the "
+         "optimizer beats a run of "
+      << rep.reference << "; 0.5 = even)";
+  o << ".\n\n| optimizer | seeds | median best [95% CI] | success ≥ 95% | success ≥ 99% | evals to 95% [95% CI] | U | p (Holm) | A12 | "
+       "verdict (α = 0.05) |\n|---|---:|---|---:|---:|---|---:|---:|---:|---|\n";
+  for (const auto& s : rep.optimizers) {
+    o << "| " << s.optimizer << " | " << s.seeds << " | " << readable(s.median) << " " << interval_text(s.median_interval) << " | "
+      << s.reached_95 << "/" << s.seeds << " | " << s.reached_99 << "/" << s.seeds << " | "
+      << (s.median_evals_to_95 > 0 ? readable(s.median_evals_to_95) + " " + interval_text(s.evals_to_95_interval) : "–") << " | ";
+    if (s.optimizer == rep.reference) {
+      o << "– | – | – | the reference |\n";
+      continue;
+    }
+    if (!s.test.done) {
+      o << "– | – | – | " << (s.seeds == 1 ? "deterministic: one run" : "–") << " |\n";
+      continue;
+    }
+    const std::string verdict = s.test.p_holm >= 0.05 ? "no significant difference"
+                                : s.test.a12 > 0.5     ? "better than " + rep.reference
+                                                       : "worse than " + rep.reference;
+    o << readable(s.test.u, 3) << " | " << fmt("%.3g", s.test.p_holm) << (s.test.exact ? "" : " ≈") << " | "
+      << fmt("%.2f", s.test.a12) << " | " << verdict << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace
 
 std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, const SearchSpace& space,
                              const std::vector<RuleGenes>& rules, const std::string& unit, const std::string& title,
@@ -173,6 +245,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
                                    : "–")
       << " | " << fmt("%.1f", s.median_wall_s) << " |\n";
   }
+  o << statistics_markdown(rep);
   if (rep.best_known > 0) {
     const auto& b = out.runs[rep.best_run];
     Plan best = space.decode(b.best.genes);
@@ -208,7 +281,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
 
 void write_search_outputs(const std::string& dir, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
                           const SearchSpace& space, const std::string& unit, const std::string& summary_md,
-                          long budget) {
+                          long budget, bool log_evals) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir, "--out", "cannot create the directory: " + ec.message());
@@ -253,7 +326,15 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
                           {"vs_optimum", s.vs_optimum > 0 ? json(s.vs_optimum) : json(nullptr)},
                           {"median_evals_to_95", opt_number(s.median_evals_to_95)},
                           {"median_evals_to_99", opt_number(s.median_evals_to_99)},
-                          {"median_wall_s", s.median_wall_s}});
+                          {"median_wall_s", s.median_wall_s},
+                          {"median_interval_95", {s.median_interval.lo, s.median_interval.hi}},
+                          {"success_95", s.seeds ? static_cast<double>(s.reached_95) / s.seeds : 0.0},
+                          {"success_99", s.seeds ? static_cast<double>(s.reached_99) / s.seeds : 0.0},
+                          {"evals_to_95_interval", s.median_evals_to_95 > 0 ? json{s.evals_to_95_interval.lo, s.evals_to_95_interval.hi}
+                                                                            : json(nullptr)},
+                          {"test", s.test.done ? json{{"reference", rep.reference}, {"u", s.test.u}, {"p", s.test.p},
+                                                      {"p_holm", s.test.p_holm}, {"a12", s.test.a12}, {"exact", s.test.exact}}
+                                               : json(nullptr)}});
   json results = {{"schema", "shardsim.search/1"},
                   {"complete", out.complete},
                   {"inputs", inputs},
@@ -273,39 +354,11 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
                   {"wall_s", out.wall_s},
                   {"faults", faults_json(out.faults, true)},
                   {"optimizers", optimizers},
+                  {"reference", rep.reference},
                   {"runs", runs}};
   if (!out.complete) results["note"] = out.note.empty() ? "the search was stopped early" : out.note;
-  // gnuplot script: one line per run, coloured by optimizer.
-  std::ostringstream gp;
-  gp << "# anytime curves: best-so-far vs evaluations (gnuplot anytime.gp writes anytime.png)\n"
-     << "set terminal png size 900,540\nset output 'anytime.png'\n"
-     << "set datafile separator ','\nset key bottom right\nset xlabel 'evaluations'\nset ylabel '" << unit
-     << " (best so far)'\nset grid\nset offsets 0, 0, graph 0.05, graph 0.02\nset xrange [1:" << std::max<long>(2, budget) << "]\n";
-  std::vector<std::string> names;
-  for (const auto& s : rep.optimizers) names.push_back(s.optimizer);
-  gp << "plot ";
-  bool first = true;
-  // Reference levels as horizontal lines; curves for the budgeted optimizers only (the
-  // exhaustive run spends the whole space and would squash the x axis).
-  if (rep.optimum > 0) gp << fmt("%.10g", rep.optimum) << " with lines dt 2 lc rgb 'black' title 'optimum (exhaustive)'", first = false;
-  if (rep.megatron_best > 0)
-    gp << (first ? "" : ", \\\n     ") << fmt("%.10g", rep.megatron_best) << " with lines dt 3 lc rgb 'red' title 'best Megatron rule plan'",
-        first = false;
-  for (std::size_t k = 0; k < names.size(); ++k) {
-    if (names[k] == "exhaustive" || names[k] == "megatron") continue;
-    bool label = true;
-    for (const auto& r : out.runs) {
-      if (r.optimizer != names[k]) continue;
-      gp << (first ? "" : ", \\\n     ") << "'anytime.csv' using 3:(strcol(1) eq '" << r.optimizer
-         << "' && $2 == " << r.seed << " ? $4 : 1/0) with lines lc rgb '" << kColours[k % kColours.size()] << "' lw 1.5 "
-         << (label ? "title '" + r.optimizer + "'" : std::string("notitle"));
-      first = false, label = false;
-    }
-  }
-  if (first) gp << "0 notitle";
-  gp << "\n";
   write_file_atomically(dir + "/anytime.csv", csv);
-  write_file_atomically(dir + "/anytime.gp", gp.str());
+  write_file_atomically(dir + "/anytime.gp", anytime_gnuplot(rep, out, unit, budget, log_evals));
   write_file_atomically(dir + "/summary.md", summary_md);
   if (rep.best_known > 0) {
     Plan best = space.decode(out.runs[rep.best_run].best.genes);

@@ -8,11 +8,13 @@
 #include <sstream>
 
 #include "common/input_error.hpp"
+#include "optimizers/anytime_plot.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
 #include "optimizers/serving_evaluator.hpp"
 #include "optimizers/simple_optimizers.hpp"
+#include "optimizers/statistics.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_io.hpp"
@@ -173,4 +175,73 @@ TEST_CASE("driver: a search on the real evaluator writes results a user can feed
   for (std::string line; std::getline(csv, line);) ++rows;
   CHECK(rows == out.evaluations);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("report statistics: intervals, success rates, and tests against the reference with Holm and A12") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
+  SpaceOptions o;
+  o.sharding = o.mapping = false;
+  PoolSpace space(m, *c, default_plan(m), o);
+  FakeEvaluator eval;
+  SearchSettings st;
+  st.budget = 12;
+  st.threads = 2;
+  auto rules = portfolio_genes(space);
+  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(rules.size())}};
+  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"random", s, 0});
+  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"sa", s, 0});
+  OptimizerParams params;
+  st.params = &params;
+  SearchOutcome out = run_search(space, eval, runs, st);
+  SearchReport rep = summarize_search(out, rules, space, "random", 7);
+  CHECK(rep.reference == "random");
+  REQUIRE(rep.optimizers.size() == 3);
+  const OptimizerSummary& meg = rep.optimizers[0];
+  const OptimizerSummary& ref = rep.optimizers[1];
+  const OptimizerSummary& sa = rep.optimizers[2];
+  CHECK_FALSE(meg.test.done);  // deterministic: one run, no test
+  CHECK_FALSE(ref.test.done);  // the reference itself
+  REQUIRE(sa.test.done);
+  // The test's figures are those of the statistics module on the runs' best objectives.
+  std::vector<double> a, b;
+  for (const auto& r : out.runs) {
+    if (r.optimizer == "sa") a.push_back(r.best.score.objective);
+    if (r.optimizer == "random") b.push_back(r.best.score.objective);
+  }
+  REQUIRE(a.size() == 5);
+  CHECK(sa.test.u == doctest::Approx(mann_whitney(a, b).u));
+  CHECK(sa.test.p == doctest::Approx(mann_whitney(a, b).p));
+  CHECK(sa.test.p_holm == doctest::Approx(sa.test.p));  // one comparison: Holm changes nothing
+  CHECK(sa.test.a12 == doctest::Approx(a12(a, b)));
+  CHECK(sa.median_interval.lo <= sa.median);
+  CHECK(sa.median_interval.hi >= sa.median);
+  CHECK(sa.reached_95 <= sa.seeds);
+  const std::string md = summary_markdown(rep, out, space, rules, "points", "test", st.budget);
+  CHECK(md.find("## Statistics over seeds") != std::string::npos);
+  CHECK(md.find("| random | 5 |") != std::string::npos);
+  CHECK(md.find("the reference |") != std::string::npos);
+  // The plot: one band per stochastic optimizer (q1 ≤ median ≤ q3 at every point), its fixed colour.
+  const std::string gp = anytime_gnuplot(rep, out, "points", st.budget, true);
+  CHECK(gp.find("set logscale x") != std::string::npos);
+  CHECK(gp.find("lc rgb '" + optimizer_colour("sa") + "' title 'sa'") != std::string::npos);
+  CHECK(optimizer_colour("sa") != optimizer_colour("random"));
+  CHECK(optimizer_colour("my-optimizer") == optimizer_colour("my-optimizer"));
+  const std::string head = "$band1 << EOD\n";  // sa's
+  std::istringstream lines(gp.substr(gp.find(head) + head.size()));
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line) && line != "EOD") {
+    double x = 0, q1 = 0, med = 0, q3 = 0;
+    std::istringstream(line) >> x >> q1 >> med >> q3;
+    CHECK(q1 <= med);
+    CHECK(med <= q3);
+    ++rows;
+  }
+  CHECK(rows == st.budget);
+  // The same outcome summarised again gives the same intervals (the bootstrap is seeded).
+  SearchReport again = summarize_search(out, rules, space, "random", 7);
+  CHECK(again.optimizers[2].median_interval.lo == sa.median_interval.lo);
+  CHECK(again.optimizers[2].median_interval.hi == sa.median_interval.hi);
 }

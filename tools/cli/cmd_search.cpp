@@ -57,6 +57,8 @@ struct SearchOptions {
   std::string objective = "throughput";
   std::string goal = "p99";
   std::string optimizers = "megatron,random,ga,sa";
+  bool log_evals = false;  // anytime.png with evaluations on a log scale
+  std::string reference;  // the optimizer the report tests the others against ("" = rl, else the first stochastic)
   std::string space = "all";
   std::string base;
   std::string params;
@@ -362,7 +364,7 @@ std::string signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGT
 bool write_outputs(const SearchOptions& opt, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
                    const SearchSpace& space, const std::string& unit, const std::string& md) {
   OutputStaging staging(opt.out);
-  write_search_outputs(staging.dir(), inputs, rep, out, space, unit, md, opt.budget);
+  write_search_outputs(staging.dir(), inputs, rep, out, space, unit, md, opt.budget, opt.log_evals);
   // The anytime plot, when gnuplot is there (no shell: --out may hold any character).
   bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "anytime.gp"});
   staging.publish();
@@ -418,7 +420,7 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
   if (!out.complete)
     out.note = "interrupted by " + signal_name(sig) + " after " + std::to_string(out.evaluations) + " of " +
                std::to_string(total_budget(runs, opt.budget)) + " evaluations; resume with: shardsim search --resume " + opt.out;
-  SearchReport rep = summarize_search(out, rules, space);
+  SearchReport rep = summarize_search(out, rules, space, opt.reference, opt.in.seed);
   std::string title = "shardsim search: " + L.model.name + " on " + L.cluster->name() + " (" +
                       std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
                       " requests" + (so.offline ? " offline" : load_given(opt.in) ? "; " + describe_load(opt.in) : "") + ", " +
@@ -475,6 +477,9 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   auto names = split(opt.optimizers);
   if (names.empty()) throw InputError("--optimizers", opt.optimizers, "no optimizer named");
   OptimizerParams params = make_params(opt, names);
+  if (!opt.reference.empty() && (std::find(names.begin(), names.end(), opt.reference) == names.end() ||
+                                 opt.reference == "megatron" || opt.reference == "exhaustive"))
+    throw InputError("--reference", opt.reference, "expected one of the stochastic optimizers in --optimizers (" + opt.optimizers + ")");
   std::vector<RuleGenes> rules = portfolio_genes(space);
   std::vector<SearchRun> runs = make_runs(names, rules, space, opt.seeds);
   std::unique_ptr<SimgridRunner> runner;
@@ -540,6 +545,10 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--optimizers", opt->optimizers, "comma list of: megatron, random, exhaustive, ga, sa, rl, rl-noattn")
       ->capture_default_str();
   cmd->add_option("--budget", opt->budget, "evaluations per optimizer run")->capture_default_str()->check(CLI::Range(1L, 10'000'000L));
+  cmd->add_flag("--log-evals", opt->log_evals, "draw anytime.png with evaluations on a log scale");
+  cmd->add_option("--reference", opt->reference,
+                  "the optimizer summary.md tests the others against (Mann–Whitney U, Holm, A12); default rl when it runs, "
+                  "else the first stochastic optimizer");
   cmd->add_option("--seeds", opt->seeds, "runs per optimizer, seeds 1..K (megatron, exhaustive: one run)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
