@@ -5,15 +5,16 @@
 // The space and its base plan come from --model/--cluster/--space/--base; the evaluator is the
 // serving loop at --fidelity (SimGrid steps in the worker pool, forked before TBB starts). The
 // throughput objective replays the trace offline (all requests at t = 0) unless --online.
-// megatron and exhaustive are deterministic and run once; the other optimizers run --seeds times
-// with seeds 1..K.
+// megatron and exhaustive are deterministic and run once; the other optimizers run once per seed
+// of --seeds (K: seeds 1..K; A..B: seeds A to B, so a later study can add seeds 6..10 to 1..5).
 // Reliability (docs/optimizers.md, "Interrupting and resuming a study"): every scored batch is
 // journaled in <out>/journal.jsonl (optimizers/journal); --resume DIR rebuilds the command from
 // the journal's options (options given again must agree, or the resume is refused), replays the
 // journaled evaluations and goes on. SIGINT/SIGTERM: a flag polled at batch boundaries; the
 // outputs known so far are written, marked incomplete, and the command exits 130/143; a second
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
-// (optimizers/study_dir).
+// (optimizers/study_dir). `search merge DIR… --out OUT` joins studies of one problem
+// (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation.
 #include <signal.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
 #include "optimizers/serving_evaluator.hpp"
+#include "tools/cli/search_merge.hpp"
 #include "optimizers/study_dir.hpp"
 #include "sim/simgrid/worker_pool.hpp"
 #include "topologies/cluster_io.hpp"
@@ -64,7 +66,7 @@ struct SearchOptions {
   std::string params;
   std::string policy_in, policy_out;
   long budget = 100;
-  int seeds = 3;
+  std::string seeds = "3";  // K (seeds 1..K) or A..B
   int threads = 0;
   int workers = 0;
   int samples = 16;
@@ -191,7 +193,7 @@ class StopSignals {
 // Options that do not change results: neither journaled nor compared on resume.
 const std::set<std::string> kSessionOptions = {"--threads", "--workers", "--quiet", "--out", "--resume", "--help"};
 // Journaled and restored on resume, but may be given anew (where an output goes).
-const std::set<std::string> kOutputOptions = {"--policy-out"};
+const std::set<std::string> kOutputOptions = {"--policy-out", "--reference", "--log-evals"};
 
 // The study options given on the command line, as CLI11 parsed them: {"--budget": ["20"], …}.
 json given_args(CLI::App* cmd) {
@@ -287,6 +289,30 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 
 // ---- the study ---------------------------------------------------------------------------
 
+struct SeedRange {
+  std::uint64_t first = 1, last = 3;
+};
+
+// "K" → 1..K, "A..B" → A..B (1 ≤ A ≤ B, at most 1,000 seeds).
+SeedRange parse_seeds(const std::string& text) {
+  SeedRange r;
+  std::int64_t a = 0, b = 0;
+  const auto dots = text.find("..");
+  const bool ok = dots == std::string::npos ? parse_int64(text, b) && (a = 1)
+                                            : parse_int64(text.substr(0, dots), a) && parse_int64(text.substr(dots + 2), b);
+  if (!ok || a < 1 || b < a || b - a >= 1000)
+    throw InputError("--seeds", text, "expected a count K (seeds 1..K) or a range A..B with 1 ≤ A ≤ B, at most 1,000 seeds");
+  r.first = static_cast<std::uint64_t>(a);
+  r.last = static_cast<std::uint64_t>(b);
+  return r;
+}
+
+// What results.json and the journal record: the count as a number (as studies always did), a range as text.
+json seeds_json(const std::string& text) {
+  const SeedRange r = parse_seeds(text);
+  return text.find("..") == std::string::npos ? json(r.last) : json(text);
+}
+
 void check_options(const SearchOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
@@ -295,6 +321,7 @@ void check_options(const SearchOptions& opt) {
     throw InputError("--objective", opt.objective, "unknown objective (expected throughput, goodput, throughput-tpot or max-rate)");
   if (opt.objective == "max-rate" && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
     throw InputError("--objective", opt.objective, "max-rate chooses the rates itself: drop --rate, --concurrency and --offline");
+  (void)parse_seeds(opt.seeds);
   if (opt.out.empty()) throw InputError("--out", "", "an output directory is required (or --resume DIR)");
   std::error_code ec;
   if (std::filesystem::exists(opt.out, ec) && !std::filesystem::is_directory(opt.out, ec))
@@ -302,7 +329,7 @@ void check_options(const SearchOptions& opt) {
 }
 
 std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,
-                                 const SearchSpace& space, int seeds) {
+                                 const SearchSpace& space, const SeedRange& seeds) {
   std::vector<SearchRun> runs;
   for (const auto& n : names) {
     if (n == "megatron") {
@@ -312,7 +339,7 @@ std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const st
       const double size = space.canonical_size();
       runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15))});
     } else {
-      for (int s = 1; s <= seeds; ++s) runs.push_back({n, static_cast<std::uint64_t>(s), 0});
+      for (std::uint64_t s = seeds.first; s <= seeds.last; ++s) runs.push_back({n, s, 0});
     }
   }
   return runs;
@@ -334,7 +361,7 @@ json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const Serving
           {"requests", L.trace.requests.size()}, {"offline", so.offline}, {"routing", L.routing ? L.routing_spec : ""},
           {"slo", opt.in.slo},            {"seed", opt.in.seed},          {"fidelity", opt.fidelity},
           {"objective", opt.objective},   {"optimizers", opt.optimizers}, {"budget", opt.budget},
-          {"seeds", opt.seeds},           {"threads", threads},           {"space", opt.space},
+          {"seeds", seeds_json(opt.seeds)},           {"threads", threads},           {"space", opt.space},
           {"params", opt.params},         {"base", opt.base},             {"samples", opt.samples},
           {"exact", opt.in.exact},        {"policy_in", opt.policy_in}};
   // Keys added with load control are absent unless used, so older journals still resume.
@@ -481,7 +508,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
                                  opt.reference == "megatron" || opt.reference == "exhaustive"))
     throw InputError("--reference", opt.reference, "expected one of the stochastic optimizers in --optimizers (" + opt.optimizers + ")");
   std::vector<RuleGenes> rules = portfolio_genes(space);
-  std::vector<SearchRun> runs = make_runs(names, rules, space, opt.seeds);
+  std::vector<SearchRun> runs = make_runs(names, rules, space, parse_seeds(opt.seeds));
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
@@ -549,9 +576,9 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--reference", opt->reference,
                   "the optimizer summary.md tests the others against (Mann–Whitney U, Holm, A12); default rl when it runs, "
                   "else the first stochastic optimizer");
-  cmd->add_option("--seeds", opt->seeds, "runs per optimizer, seeds 1..K (megatron, exhaustive: one run)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--seeds", opt->seeds,
+                  "runs per optimizer: K (seeds 1..K) or a range A..B (megatron, exhaustive: one run)")
+      ->capture_default_str();
   cmd->add_option("--threads", opt->threads, "TBB threads (default: one per core)")->check(CLI::Range(1, 1024));
   cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
   cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per evaluation at simgrid fidelity")->capture_default_str();
@@ -563,7 +590,26 @@ void add_search_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", opt->quiet, "no progress line on stderr");
   cmd->add_option("--out,-o", opt->out, "output directory (a study folder; required unless --resume)");
   cmd->add_option("--resume", opt->resume, "continue the study in this folder from its journal (see above)");
-  cmd->callback([opt, cmd] {
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto merged_out = std::make_shared<std::string>();
+  CLI::App* merge = cmd->add_subcommand(
+      "merge",
+      "Combine studies of one problem (the same model, cluster, trace, budget, …; other optimizers or seeds) into\n"
+      "one, as if their runs had been one search: the report's statistics over all their seeds. Nothing is\n"
+      "simulated again: the merged journal is replayed. The result does not depend on the order of the folders.\n\n"
+      "Example:\n"
+      "  shardsim search merge study-seeds-1-5 study-seeds-6-10 --out study-1-10");
+  merge->add_option("dirs", *dirs, "study folders (each with its journal.jsonl)")->required()->expected(2, 1000);
+  merge->add_option("--out", *merged_out, "the merged study's folder")->required();
+  merge->callback([opt, cmd, dirs, merged_out] {
+    write_merged_journal(*dirs, *merged_out);
+    opt->resume = *merged_out;  // replays every merged evaluation and writes the report
+    opt->quiet = true;
+    const int status = run(*opt, cmd);
+    if (status != 0) std::exit(status);
+  });
+  cmd->callback([opt, cmd, merge] {
+    if (merge->parsed()) return;  // `search merge` did the work
     const int status = run(*opt, cmd);
     if (status != 0) {
       std::cout.flush();
