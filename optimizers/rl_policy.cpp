@@ -552,6 +552,9 @@ RlPolicy RlPolicy::load(const std::string& text, const std::string& source, bool
   root.integer("version", 1, 1);
   const int dim = static_cast<int>(root.integer("dim", 2, 256));
   root.boolean_or("attention", true);  // which variant saved it; either variant may load it
+  // What it was trained on (`search --policy-out` records it); kept by the file, unused here.
+  if (root.has("trained_on") && !root.raw("trained_on").is_object())
+    root.fail("trained_on", "expected an object (the problem, budget and seed the policy was trained on)");
   const json& ps = root.raw("params");
   if (!ps.is_object()) root.fail("params", "expected an object of parameter entries");
   root.finish();

@@ -9,16 +9,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "common/input_error.hpp"
+#include "common/json_reader.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/optimizer.hpp"
 #include "optimizers/rl_optimizer.hpp"
 #include "optimizers/rl_policy.hpp"
+#include "tests/cli_runner.hpp"
 #include "tests/search_fixtures.hpp"
 #include "optimizers/search_space.hpp"
 #include "sim/plan/plan.hpp"
@@ -358,6 +364,10 @@ TEST_CASE("rl: bad parameters and malformed policy files are refused") {
   CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 2, \"dim\": 4, \"params\": {}}") == "/version");
   CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 0, \"params\": {}}") == "/dim");
   CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": 3}") == "/params");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": {}, \"trained_on\": 3}") ==
+        "/trained_on");
+  CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": {}, \"trained_on\": {}}") ==
+        "accepted");
   CHECK(load_error("{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 4, \"params\": {}, \"x\": 1}") ==
         "/x");
   const std::string head = "{\"format\": \"shardsim-rl-policy\", \"version\": 1, \"dim\": 2, \"params\": {";
@@ -484,4 +494,42 @@ TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the
     CHECK(ratios[2] >= 0.99);
     CHECK(learned == 5);
   }
+}
+
+TEST_CASE("rl: a saved policy records what it was trained on, and a warm start reports it") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("shardsim_policy_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string common = "--optimizers rl --requests 30 --fidelity analytic --quiet ";
+  auto a = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 " + common + "--budget 12 --seeds 2..3 --policy-out " +
+                         (dir / "p1.json").string() + " --out " + (dir / "a").string());
+  REQUIRE(a.exit_code == 0);
+  std::ifstream in(dir / "p1.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const json p1 = json::parse(text.str());
+  REQUIRE(p1.contains("trained_on"));
+  const json& t = p1["trained_on"];
+  CHECK(t["budget"] == 12);
+  CHECK((t["seed"] == 2 || t["seed"] == 3));
+  CHECK(t["evaluations"] == 12);
+  CHECK(t["inputs"]["model"] == "mixtral-8x7b");
+  CHECK(t["inputs"]["cluster"] == "dgx-h100:1");
+  CHECK(t["best_objective"].get<double>() > 0);
+  RlPolicy::load(text.str(), "p1.json", true, 1);  // the provenance does not stop it loading
+  auto b = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:2 " + common + "--budget 8 --seeds 1 --policy-in " +
+                         (dir / "p1.json").string() + " --policy-out " + (dir / "p2.json").string() + " --out " + (dir / "b").string());
+  REQUIRE(b.exit_code == 0);
+  std::ifstream summary(dir / "b" / "summary.md");
+  std::stringstream md;
+  md << summary.rdbuf();
+  CHECK(md.str().find("trained on mixtral-8x7b on dgx-h100:1 with a budget of 12 evaluations") != std::string::npos);
+  std::ifstream in2(dir / "p2.json");
+  std::stringstream text2;
+  text2 << in2.rdbuf();
+  const json p2 = json::parse(text2.str());
+  CHECK(p2["trained_on"]["inputs"]["cluster"] == "dgx-h100:2");
+  CHECK(p2["trained_on"]["warm_start"]["trained_on"]["budget"] == 12);
+  fs::remove_all(dir);
 }

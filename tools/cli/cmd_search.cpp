@@ -40,6 +40,7 @@
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
+#include "common/embedded.hpp"
 #include "optimizers/serving_evaluator.hpp"
 #include "tools/cli/search_merge.hpp"
 #include "optimizers/study_dir.hpp"
@@ -398,7 +399,17 @@ bool write_outputs(const SearchOptions& opt, const json& inputs, const SearchRep
   return plotted;
 }
 
-void write_policy(const SearchOptions& opt, const SearchOutcome& out) {
+// What a saved policy was trained on ("trained_on" of a policy file), or null.
+json trained_on_of(const std::string& policy_file) {
+  try {
+    const json j = json::parse(read_text_file(policy_file));
+    return j.contains("trained_on") ? j["trained_on"] : json(nullptr);
+  } catch (const std::exception&) {
+    return nullptr;  // the optimizer reads (and refuses) a bad file itself
+  }
+}
+
+void write_policy(const SearchOptions& opt, const SearchOutcome& out, const json& inputs) {
   if (opt.policy_out.empty()) return;
   // The learned policy of the best RL run (rl before rl-noattn on ties).
   const RunRecord* best = nullptr;
@@ -406,7 +417,34 @@ void write_policy(const SearchOptions& opt, const SearchOutcome& out) {
     if (!r.state.empty() && (!best || better(r.best.score, best->best.score))) best = &r;
   if (!best && !out.complete) return;
   if (!best) throw InputError("--policy-out", opt.policy_out, "no rl run produced a policy");
-  write_file_atomically(opt.policy_out, best->state);
+  // The file carries what it learned from, so a warm start can say what it starts from.
+  json policy = json::parse(best->state);
+  json trained = {{"optimizer", best->optimizer},
+                  {"seed", best->seed},
+                  {"budget", opt.budget},
+                  {"evaluations", best->evaluations},
+                  {"best_objective", best->best.score.feasible ? best->best.score.objective : 0.0},
+                  {"complete", best->complete},
+                  {"inputs", inputs}};
+  if (!opt.policy_in.empty()) trained["warm_start"] = {{"policy_in", opt.policy_in}, {"trained_on", trained_on_of(opt.policy_in)}};
+  policy["trained_on"] = trained;
+  write_file_atomically(opt.policy_out, policy.dump(1) + "\n");
+}
+
+// One line for summary.md when rl started from a saved policy: what that policy was trained on.
+std::string warm_start_markdown(const SearchOptions& opt) {
+  if (opt.policy_in.empty()) return "";
+  const json t = trained_on_of(opt.policy_in);
+  std::string s = "\nWarm start: rl started from `" + opt.policy_in + "`";
+  if (t.is_object() && t.contains("inputs")) {
+    const json& in = t["inputs"];
+    s += ", trained on " + in.value("model", std::string("?")) + " on " + in.value("cluster", std::string("?")) +
+         " with a budget of " + std::to_string(t.value("budget", 0L)) + " evaluations (" + t.value("optimizer", std::string("rl")) +
+         ", seed " + std::to_string(t.value("seed", 0ULL)) + ")";
+  } else {
+    s += " (the file does not record what it was trained on)";
+  }
+  return s + ".\n";
 }
 
 void print_done(const SearchOptions& opt, const std::string& md, const SearchReport& rep, bool plotted) {
@@ -452,9 +490,9 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
                       std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
                       " requests" + (so.offline ? " offline" : load_given(opt.in) ? "; " + describe_load(opt.in) : "") + ", " +
                       opt.fidelity + " fidelity";
-  std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget);
+  std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget) + warm_start_markdown(opt);
   bool plotted = write_outputs(opt, inputs, rep, out, space, unit, md);
-  write_policy(opt, out);
+  write_policy(opt, out, inputs);
   print_done(opt, md, rep, plotted);
   if (sig == 0) return 0;
   std::cerr << "search " << out.note << " (outputs marked incomplete in " << opt.out << ")\n";
