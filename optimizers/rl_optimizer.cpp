@@ -15,7 +15,7 @@ namespace shardsim {
 namespace {
 
 struct Settings {
-  int elite, per_degree, batch, dim, retries;
+  int elite, per_degree, batch, dim, retries, screen;
   bool dim_given;
   double lr, entropy, risk, imitate;
   double copy = 1;  // initial β of a fresh policy
@@ -33,6 +33,7 @@ Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
   s.elite = integer("elite", 16, 1, 1024);
   s.per_degree = integer("per_degree", 3, 1, 1024);
   s.retries = integer("retries", 20, 0, 1000);
+  s.screen = integer("screen", 64, 0, 100000);
   s.batch = integer("batch", 16, 2, 4096);
   s.dim_given = !ctx.text(name, "dim", "").empty();
   s.dim = integer("dim", 16, 2, 256);
@@ -79,6 +80,7 @@ RlOptimizer::RlOptimizer(const OptimizerContext& ctx, const std::string& name, b
   per_degree_ = s.per_degree;
   batch_ = s.batch;
   retries_ = s.retries;
+  screen_ = s.screen;
   entropy_ = s.entropy;
   risk_ = s.risk;
   imitate_ = s.imitate;
@@ -120,6 +122,7 @@ std::vector<Evaluated> RlOptimizer::elites() const {
 std::vector<Genes> RlOptimizer::ask(int n) {
   std::vector<Genes> out;
   pending_.clear();
+  screened_.clear();
   while (static_cast<int>(out.size()) < n && seed_portfolio_ && next_portfolio_ < portfolio_.size()) {
     const Genes& g = portfolio_[next_portfolio_++];
     if (!proposed_.insert(space_.key(g)).second) continue;
@@ -148,6 +151,14 @@ std::vector<Genes> RlOptimizer::ask(int n) {
       ++misses;
       continue;
     }
+    if (static_cast<int>(screened_.size()) < screen_) {  // a plan check_plan refuses costs no budget
+      const PlanCheck chk = space_.check(ep.genes);
+      if (!chk.feasible()) {
+        screened_.push_back({std::move(ep), infeasible_score(chk)});
+        ++screened_total_;
+        continue;
+      }
+    }
     out.push_back(ep.genes);
     pending_.push_back({std::move(ep), true});
   }
@@ -170,6 +181,11 @@ void RlOptimizer::tell(const std::vector<Evaluated>& results) {
     for (double r : rewards) mean += r;
     mean_rewards_.push_back(mean / static_cast<double>(rewards.size()));
   }
+  for (auto& [ep, score] : screened_) {  // the plans screened out at ask: learned from, never scored
+    samples.push_back(std::move(ep));
+    rewards.push_back(reward(score));
+  }
+  screened_.clear();
   if (samples.size() >= 2) learn(samples, rewards);
   update_elites(results);
   pending_.clear();

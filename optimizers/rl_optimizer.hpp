@@ -14,6 +14,11 @@
 //    plans. The loss scores every sample under π at temperature 1 with the masks it was drawn
 //    under. An ask returns fewer plans (none) once every plan reachable under the masks was
 //    proposed.
+//  * Screening: the decision masks keep samples inside the space's divisibility rules, but not
+//    every rule can be checked decision by decision (a TP group crossing nodes depends on the
+//    mapping; memory on the whole plan). Up to `screen` samples per ask that check_plan refuses
+//    are screened out before they are proposed: they cost no budget, are never proposed again,
+//    and still teach the policy (they join the next update with their infeasible reward).
 //  * Reward of a score (unitless, in [−1, 1]): feasible → objective / best feasible objective seen
 //    so far (this batch included); infeasible → −0.2 − 0.8·min(1, violation); failed → −1.
 //  * tell: one update per batch of ≥ 2 sampled plans. Policy-gradient weights: the batch's rewards
@@ -25,7 +30,7 @@
 //    step (`lr`). Portfolio plans only feed the elite history.
 // Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
-//   retries 20, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
+//   retries 20, screen 64, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
 //   policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
 //   is refused; entries the space needs and the file lacks are initialised from the seed).
 // Determinism: proposals depend only on ctx.seed (streams "rl"/"rl-noattn" and the policy's
@@ -53,6 +58,8 @@ class RlOptimizer : public Optimizer {
   const RlPolicy& policy() const { return policy_; }
   // The mean reward of each policy-gradient batch's samples, in order.
   const std::vector<double>& mean_rewards() const { return mean_rewards_; }
+  // Sampled plans check_plan refused before they were proposed (they cost no budget), so far.
+  long screened() const { return screened_total_; }
   // The elite history, best first, and as the policy sees it now.
   std::vector<Evaluated> elites() const;
   std::vector<EliteToken> elite_tokens() const;
@@ -77,7 +84,7 @@ class RlOptimizer : public Optimizer {
   // Fixed after construction.
   const SearchSpace& space_;
   std::string name_;
-  int elite_size_, per_degree_, batch_, retries_;
+  int elite_size_, per_degree_, batch_, retries_, screen_;
   double entropy_, risk_, imitate_;
   bool rank_shaping_;
   bool seed_portfolio_;
@@ -92,6 +99,8 @@ class RlOptimizer : public Optimizer {
   std::vector<Elite> elites_;
   double best_objective_ = 0;
   std::vector<Pending> pending_;
+  std::vector<std::pair<Episode, Score>> screened_;  // this ask's samples check_plan refused
+  long screened_total_ = 0;
   std::vector<EliteToken> pending_tokens_;  // the elite snapshot the pending samples were drawn with
   std::vector<double> mean_rewards_;
 };

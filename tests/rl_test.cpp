@@ -240,13 +240,37 @@ TEST_CASE("rl: sampling without replacement covers a small space once, then stop
   CHECK(trie.leaves() == reachable.size());
   // The optimizer, with a budget larger than the space: every plan once (the portfolio included),
   // then an empty ask ends the run early.
+  // Without screening every reachable plan is proposed; with it (the default) the ones check_plan
+  // refuses never are, and cost no budget.
   const long budget = static_cast<long>(reachable.size()) + 100;
-  const RunLog log = drive(std::make_unique<RlOptimizer>(w.context(4, budget)), w.space, budget);
-  std::set<Genes> proposed(log.proposals.begin(), log.proposals.end());
-  CHECK(proposed.size() == log.proposals.size());
-  CHECK(log.runner->done());
-  CHECK(log.runner->used() < budget);
+  OptimizerParams unscreened = OptimizerParams::parse("rl.screen=0", "test");
+  const RunLog all = drive(std::make_unique<RlOptimizer>(w.context(4, budget, &unscreened)), w.space, budget);
+  std::set<Genes> proposed(all.proposals.begin(), all.proposals.end());
+  CHECK(proposed.size() == all.proposals.size());
+  CHECK(all.runner->done());
+  CHECK(all.runner->used() < budget);
   for (const auto& g : reachable) CHECK(proposed.count(g) == 1);
+  auto screening = std::make_unique<RlOptimizer>(w.context(4, budget));
+  RlOptimizer* rl = screening.get();
+  const RunLog log = drive(std::move(screening), w.space, budget);
+  std::set<Genes> feasible_proposed(log.proposals.begin(), log.proposals.end());
+  CHECK(feasible_proposed.size() == log.proposals.size());
+  long infeasible = 0;
+  for (const auto& g : reachable) {
+    const bool ok = w.space.check(g).feasible();
+    infeasible += !ok;
+    // The portfolio is proposed as given; every sampled plan check_plan refuses is screened out.
+    if (ok) CHECK(feasible_proposed.count(g) == 1);
+  }
+  REQUIRE(infeasible > 0);
+  CHECK(rl->screened() > 0);
+  // No sampled proposal breaks a rule check_plan knows (divisibility, groups inside nodes, memory):
+  // only the Megatron portfolio, proposed as given, may.
+  std::set<std::string> portfolio;
+  for (const auto& g : w.portfolio) portfolio.insert(w.space.key(g));
+  for (const auto& g : log.proposals)
+    if (!portfolio.count(w.space.key(g))) CHECK(w.space.check(g).feasible());
+  CHECK(log.runner->used() + rl->screened() <= all.runner->used());
 }
 
 TEST_CASE("rl: save then load gives identical parameters and probabilities") {
