@@ -45,4 +45,14 @@ std::string readable_bytes(double b) {
   return readable(b, 3) + " " + units[u];
 }
 
+std::string formatted(const char* format, double x) {
+  char buf[128];
+  const int n = std::snprintf(buf, sizeof buf, format, x);
+  if (n < static_cast<int>(sizeof buf)) return buf;
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format, x);
+  out.pop_back();
+  return out;
+}
+
 }  // namespace shardsim

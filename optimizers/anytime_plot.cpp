@@ -5,17 +5,14 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/readable_number.hpp"
 #include "optimizers/statistics.hpp"
 
 namespace shardsim {
 
 namespace {
 
-std::string num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.8g", x);
-  return buf;
-}
+std::string num(double x) { return formatted("%.8g", x); }
 
 bool plotted(const std::string& optimizer) { return optimizer != "megatron" && optimizer != "exhaustive"; }
 

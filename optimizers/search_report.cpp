@@ -17,11 +17,7 @@ namespace shardsim {
 
 namespace {
 
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
+std::string (*const fmt)(const char*, double) = formatted;  // common/readable_number
 
 // Human summary of how plan `a` differs from plan `b`.
 std::string plan_difference(const Plan& a, const Plan& b) {

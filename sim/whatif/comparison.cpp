@@ -17,11 +17,7 @@ namespace shardsim {
 
 namespace {
 
-std::string f(const char* fmt, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, x);
-  return buf;
-}
+std::string (*const f)(const char*, double) = formatted;  // common/readable_number
 
 // "+12.3%" / "−4.0%" (a true minus sign) of b against a.
 std::string change(double a, double b) {

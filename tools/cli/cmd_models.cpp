@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "tools/cli/commands.hpp"
@@ -25,11 +26,7 @@ struct ModelsOptions {
   std::string json_out;
 };
 
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
+std::string (*const fmt)(const char*, double) = formatted;  // common/readable_number
 
 // 70553706496 → "70,553,706,496".
 std::string grouped(std::int64_t v) {

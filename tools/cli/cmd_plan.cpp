@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "sim/plan/plan.hpp"
@@ -28,11 +29,7 @@ struct PlanOptions {
   std::string json_out;
 };
 
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
+std::string (*const fmt)(const char*, double) = formatted;  // common/readable_number
 
 std::string describe_groups(const PlanLayout& layout, GroupKind kind, const Cluster& c) {
   auto groups = layout.groups(kind);

@@ -40,11 +40,7 @@ struct SimulateOptions {
   std::string timeline_from = "0";  // a step number, or "decode" (the first decode-only step)
 };
 
-std::string f(const char* fmt, double x) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, fmt, x);
-  return buf;
-}
+std::string (*const f)(const char*, double) = formatted;  // common/readable_number
 
 const char* kind_name(int k) {
   static const char* names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send"};

@@ -114,11 +114,7 @@ std::vector<double> sweep_loads_of(const SweepOptions& opt, const Plan& plan, do
   return loads;
 }
 
-std::string f(const char* fmt, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, x);
-  return buf;
-}
+std::string (*const f)(const char*, double) = formatted;  // common/readable_number
 
 // Output tokens per second per user: 1 / TPOT p50.
 double per_user(const Metrics& m) { return m.tpot_ms.p50 > 0 ? 1e3 / m.tpot_ms.p50 : 0; }

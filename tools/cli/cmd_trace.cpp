@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "tools/cli/commands.hpp"
@@ -33,11 +34,7 @@ struct TraceOptions {
   std::string out;
 };
 
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
+std::string (*const fmt)(const char*, double) = formatted;  // common/readable_number
 
 RequestTrace load_trace(const TraceOptions& o, std::size_t default_requests) {
   RequestTrace t = load_request_trace(o.trace);
