@@ -39,4 +39,12 @@ inline CliResult run_cli(const std::string& args) {
   return r;
 }
 
+// A whole file as text ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace shardsim::test

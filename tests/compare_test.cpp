@@ -19,13 +19,6 @@ using namespace shardsim;
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // An outcome at (tok/s per user, tok/s per GPU) = (1000 / tpot_ms, tok_s / gpus).
 ScenarioOutcome point(const std::string& cluster, double tpot_ms, double tok_s, int gpus = 8) {
   ScenarioOutcome o;
@@ -199,7 +192,7 @@ TEST_CASE("shardsim compare: the table, the files, identical results on any thre
   auto r = test::run_cli(args + " --threads 2 --out " + dir.string());
   REQUIRE(r.exit_code == 0);
   for (const char* f : {"compare.md", "compare.csv", "compare.json", "compare.gp"}) CHECK(fs::exists(dir / f));
-  const json j = json::parse(slurp(dir / "compare.json"));
+  const json j = json::parse(test::slurp(dir / "compare.json"));
   REQUIRE(j["scenarios"].size() == 8);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') > 8);
   // The fabric is the only difference between scenarios k and k + 4; both sit in one rail unit.
@@ -212,13 +205,13 @@ TEST_CASE("shardsim compare: the table, the files, identical results on any thre
   }
   CHECK(r.out.find("carried nothing in either run: leaf-spine") != std::string::npos);
   CHECK(r.out.find("$/M tok") != std::string::npos);
-  const std::string csv = slurp(dir / "compare.csv");
+  const std::string csv = test::slurp(dir / "compare.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 9);
   auto one = test::run_cli(args + " --threads 1 --out " + dir.string() + "-1");
   REQUIRE(one.exit_code == 0);
   auto table = [](const std::string& out) { return out.substr(0, out.find("\nwrote ")); };  // the folder differs
   CHECK(table(one.out) == table(r.out));
-  CHECK(slurp(dir.string() + "-1/compare.json") == slurp(dir / "compare.json"));
+  CHECK(test::slurp(dir.string() + "-1/compare.json") == test::slurp(dir / "compare.json"));
   fs::remove_all(dir);
   fs::remove_all(dir.string() + "-1");
 }

@@ -123,17 +123,27 @@ TEST_CASE("fidelity: simgrid-tier JSON is byte-identical at 1 and 2 workers") {
   std::remove(b.c_str());
 }
 
-TEST_CASE("fidelity: the simgrid tier charges contention to communication, not to compute") {
-  // An all-to-all over two nodes whose leaves serve 4 GPUs each, uplinks 4:1 oversubscribed:
-  // SimGrid slows the collectives, and only them.
+namespace {
+
+// 16-way expert parallelism over two nodes whose leaves serve 4 GPUs each, uplinks 4:1
+// oversubscribed: the all-to-alls cross the spine and SimGrid slows them. Offline, so both tiers
+// see the same batches and only the step times differ.
+struct ContendedRun {
   ModelSpec m = load_model("qwen3-30b-a3b");
-  const std::string spec = "dgx-h100:2,rails=off,radix=8,oversub=4";
+  std::string spec = "dgx-h100:2,rails=off,radix=8,oversub=4";
   Cluster c = load_cluster(spec);
   Plan p = plan_from_string("tp=1,attn_dp=16,ep=16", 16, plan_defaults(m));
-  RequestTrace t = head(load_request_trace("azure-conv"), 30);
-  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
+  RequestTrace t;
+  std::unique_ptr<RoutingSource> routing = make_routing("synthetic:seed=2", m.routing_shape());
   ServingOptions o;
-  o.offline = true;  // the same batches at both tiers: only the step times differ
+  explicit ContendedRun(std::size_t requests) : t(head(load_request_trace("azure-conv"), requests)) { o.offline = true; }
+};
+
+}  // namespace
+
+TEST_CASE("fidelity: the simgrid tier charges contention to communication, not to compute") {
+  ContendedRun w(30);
+  auto& [m, spec, c, p, t, routing, o] = w;
   FidelityReport ra, rs;
   ServingResult a = serve_at_fidelity("analytic", p, m, c, spec, t, routing.get(), o, nullptr, ra);
   auto runner = make_in_process_runner();
@@ -155,14 +165,8 @@ TEST_CASE("fidelity: the simgrid tier charges contention to communication, not t
 }
 
 TEST_CASE("fidelity: per-link loads of the SimGrid steps, every link direction listed, busiest first") {
-  ModelSpec m = load_model("qwen3-30b-a3b");
-  const std::string spec = "dgx-h100:2,rails=off,radix=8,oversub=4";
-  Cluster c = load_cluster(spec);
-  Plan p = plan_from_string("tp=1,attn_dp=16,ep=16", 16, plan_defaults(m));
-  RequestTrace t = head(load_request_trace("azure-conv"), 20);
-  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
-  ServingOptions o;
-  o.offline = true;
+  ContendedRun w(20);
+  auto& [m, spec, c, p, t, routing, o] = w;
   FidelityReport rs;
   auto runner = make_in_process_runner();
   serve_at_fidelity("simgrid", p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);

@@ -95,18 +95,36 @@ TEST_CASE("driver: the budget wrapper refuses genomes out of range and an exhaus
   CHECK_THROWS_WITH_AS(make_optimizer("hillclimb", ctx), doctest::Contains("unknown optimizer"), InputError);
 }
 
-TEST_CASE("driver: exhaustive finds the best plan of a small space and the others are compared to it") {
-  ModelSpec m = load_model("mixtral-8x7b");
-  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
-  SpaceOptions o;
-  o.sharding = o.mapping = false;
-  PoolSpace space(m, *c, default_plan(m), o);
+namespace {
+
+// Mixtral-8x7B's degree and batching space on `cluster`, the fake evaluator, and search settings
+// with `budget`, 2 threads and the Megatron portfolio.
+struct DegreeWorld {
+  DegreeWorld(const std::string& cluster, long budget)
+      : m(load_model("mixtral-8x7b")), c(new Cluster(load_cluster(cluster))), space(m, *c, default_plan(m), options()),
+        rules(portfolio_genes(space)) {
+    st.budget = budget;
+    st.threads = 2;
+    for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  }
+  static SpaceOptions options() {
+    SpaceOptions o;
+    o.sharding = o.mapping = false;
+    return o;
+  }
+  ModelSpec m;
+  std::unique_ptr<Cluster> c;
+  PoolSpace space;
+  std::vector<RuleGenes> rules;
   FakeEvaluator eval;
   SearchSettings st;
-  st.budget = 20;
-  st.threads = 2;
-  auto rules = portfolio_genes(space);
-  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+};
+
+}  // namespace
+
+TEST_CASE("driver: exhaustive finds the best plan of a small space and the others are compared to it") {
+  DegreeWorld w("dgx-h100:1", 20);
+  auto& [m, c, space, rules, eval, st] = w;
   const long size = static_cast<long>(space.canonical_size());
   std::vector<SearchRun> runs = {{"exhaustive", 1, size}, {"megatron", 1, static_cast<long>(rules.size())}, {"random", 1, 0}};
   SearchOutcome out = run_search(space, eval, runs, st);
@@ -178,17 +196,8 @@ TEST_CASE("driver: a search on the real evaluator writes results a user can feed
 }
 
 TEST_CASE("report statistics: intervals, success rates, and tests against the reference with Holm and A12") {
-  ModelSpec m = load_model("mixtral-8x7b");
-  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
-  SpaceOptions o;
-  o.sharding = o.mapping = false;
-  PoolSpace space(m, *c, default_plan(m), o);
-  FakeEvaluator eval;
-  SearchSettings st;
-  st.budget = 12;
-  st.threads = 2;
-  auto rules = portfolio_genes(space);
-  for (const auto& r : rules) st.portfolio.push_back(r.genes);
+  DegreeWorld w("dgx-h100:2", 12);
+  auto& [m, c, space, rules, eval, st] = w;
   std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(rules.size())}};
   for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"random", s, 0});
   for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"sa", s, 0});

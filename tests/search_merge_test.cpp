@@ -15,13 +15,6 @@ using namespace shardsim;
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The report without its wall times: the "Objective:" line, and the main table's last column
 // (its rows are those with a spread "min · q1 · q3 · max").
 std::string without_wall(const std::string& md) {
@@ -55,11 +48,11 @@ TEST_CASE("search merge: two seed ranges merged equal one study of all seeds, wh
   REQUIRE(ab.exit_code == 0);
   REQUIRE(ba.exit_code == 0);
   // Every evaluation of every run, in order, is the one-study's: nothing simulated again, nothing lost.
-  CHECK(slurp(root / "ab" / "anytime.csv") == slurp(root / "all" / "anytime.csv"));
-  CHECK(slurp(root / "ba" / "anytime.csv") == slurp(root / "all" / "anytime.csv"));
-  CHECK(slurp(root / "ab" / "journal.jsonl") == slurp(root / "ba" / "journal.jsonl"));
-  const json m = json::parse(slurp(root / "ab" / "results.json"));
-  const json one = json::parse(slurp(root / "all" / "results.json"));
+  CHECK(test::slurp(root / "ab" / "anytime.csv") == test::slurp(root / "all" / "anytime.csv"));
+  CHECK(test::slurp(root / "ba" / "anytime.csv") == test::slurp(root / "all" / "anytime.csv"));
+  CHECK(test::slurp(root / "ab" / "journal.jsonl") == test::slurp(root / "ba" / "journal.jsonl"));
+  const json m = json::parse(test::slurp(root / "ab" / "results.json"));
+  const json one = json::parse(test::slurp(root / "all" / "results.json"));
   REQUIRE(m["runs"].size() == 1 + 2 * 4);  // megatron, in both studies, kept once
   for (std::size_t i = 0; i < m["runs"].size(); ++i) {
     CHECK(m["runs"][i]["optimizer"] == one["runs"][i]["optimizer"]);
@@ -68,7 +61,7 @@ TEST_CASE("search merge: two seed ranges merged equal one study of all seeds, wh
   }
   CHECK(m["optimizers"][2]["test"] == one["optimizers"][2]["test"]);
   CHECK(m["optimizers"][2]["median_interval_95"] == one["optimizers"][2]["median_interval_95"]);
-  CHECK(without_wall(slurp(root / "ab" / "summary.md")) == without_wall(slurp(root / "ba" / "summary.md")));
+  CHECK(without_wall(test::slurp(root / "ab" / "summary.md")) == without_wall(test::slurp(root / "ba" / "summary.md")));
 
   // Another problem (more requests) is refused, naming the journal and the input.
   auto c = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random,sa --budget 8 "
