@@ -173,26 +173,15 @@ double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std
 
 namespace {
 
-double busiest_port_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
-                         const CollectiveModel& m, A2aRouting routing);
+// The busiest NVLink port or NIC of an all-to-all routed each way (see all_to_all_routing in the
+// header), seconds, without latencies: one pass over the matrix prices both routings. NVLink and
+// NICs work at once; NICs are slots (group node index × rails).
+struct PortTimes {
+  double send = 0, recv = 0;
+};
 
-}  // namespace
-
-A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
-                              const CollectiveModel& m) {
-  if (gpus.size() <= 1 || c.gpus_per_node() <= 1) return A2aRouting::SendSide;
-  const double send = busiest_port_time(c, gpus, matrix, m, A2aRouting::SendSide);
-  const double recv = busiest_port_time(c, gpus, matrix, m, A2aRouting::ReceiveSide);
-  return recv < send ? A2aRouting::ReceiveSide : A2aRouting::SendSide;
-}
-
-namespace {
-
-// The busiest NVLink port or NIC of an all-to-all routed one way (see all_to_all_routing in the
-// header), seconds, without latencies. NVLink and NICs work at once; NICs are slots (group node
-// index × rails).
-double busiest_port_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
-                         const CollectiveModel& m, A2aRouting routing) {
+PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                             const CollectiveModel& m) {
   const std::size_t p = gpus.size();
   const auto& eff = c.collective_efficiency();
   const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
@@ -207,54 +196,76 @@ double busiest_port_time(const Cluster& c, const std::vector<int>& gpus, const s
     if (it == nodes.end()) nodes.push_back(node[i]);
   }
   const std::size_t slots = nodes.size() * static_cast<std::size_t>(rails);
-  std::vector<double> nv_out(p, 0), nv_in(p, 0), nic_out(slots, 0), nic_in(slots, 0);
-  std::vector<int> nic_gpu(slots, -1), proxy(slots, -1);  // a GPU there (its NIC bandwidth); the group member there
+  struct Load {  // one routing's bytes per NVLink port and per NIC slot
+    std::vector<double> nv_out, nv_in, nic_out, nic_in;
+    std::vector<int> nic_gpu;  // a GPU there (its NIC bandwidth)
+  };
   auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * static_cast<std::size_t>(rails) + static_cast<std::size_t>(r); };
+  std::vector<int> proxy(slots, -1);  // the group member at a slot
+  Load send{std::vector<double>(p, 0), std::vector<double>(p, 0), std::vector<double>(slots, 0),
+            std::vector<double>(slots, 0), std::vector<int>(slots, -1)};
   for (std::size_t i = 0; i < p; ++i) {
-    nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
+    send.nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
     proxy[slot(node_index[i], rail[i])] = static_cast<int>(i);
   }
+  Load recv = send;
   for (std::size_t i = 0; i < p; ++i)
     for (std::size_t j = 0; j < p; ++j) {
-      double b = matrix[i * p + j];
+      const double b = matrix[i * p + j];
       if (i == j || b <= 0) continue;
       if (node[i] == node[j]) {
-        nv_out[i] += b;
-        nv_in[j] += b;
+        for (Load* l : {&send, &recv}) {
+          l->nv_out[i] += b;
+          l->nv_in[j] += b;
+        }
         continue;
       }
-      if (routing == A2aRouting::SendSide) {  // NVLink to node i's GPU on rail(j), then rail(j)
-        const std::size_t out = slot(node_index[i], rail[j]);
-        if (rail[j] != rail[i]) {
-          nv_out[i] += b;
-          if (proxy[out] >= 0) nv_in[static_cast<std::size_t>(proxy[out])] += b;
-        }
-        if (nic_gpu[out] < 0) nic_gpu[out] = gpus[i];
-        nic_out[out] += b;
-        nic_in[slot(node_index[j], rail[j])] += b;
-      } else {  // rail(i) to node j's GPU on rail(i), then NVLink to j
-        const std::size_t in = slot(node_index[j], rail[i]);
-        nic_out[slot(node_index[i], rail[i])] += b;
-        if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
-          nic_in[slot(node_index[j], rail[j])] += b;
-          continue;
-        }
-        nic_in[in] += b;
-        if (rail[j] != rail[i]) {
-          nv_out[static_cast<std::size_t>(proxy[in])] += b;
-          nv_in[j] += b;
-        }
+      // Send side (PXN): NVLink to node i's GPU on rail(j), then rail(j).
+      const std::size_t out = slot(node_index[i], rail[j]);
+      if (rail[j] != rail[i]) {
+        send.nv_out[i] += b;
+        if (proxy[out] >= 0) send.nv_in[static_cast<std::size_t>(proxy[out])] += b;
+      }
+      if (send.nic_gpu[out] < 0) send.nic_gpu[out] = gpus[i];
+      send.nic_out[out] += b;
+      send.nic_in[slot(node_index[j], rail[j])] += b;
+      // Receive side (forwarding): rail(i) to node j's GPU on rail(i), then NVLink to j.
+      const std::size_t in = slot(node_index[j], rail[i]);
+      recv.nic_out[slot(node_index[i], rail[i])] += b;
+      if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
+        recv.nic_in[slot(node_index[j], rail[j])] += b;
+        continue;
+      }
+      recv.nic_in[in] += b;
+      if (rail[j] != rail[i]) {
+        recv.nv_out[static_cast<std::size_t>(proxy[in])] += b;
+        recv.nv_in[j] += b;
       }
     }
-  double worst = 0;
-  for (std::size_t i = 0; i < p; ++i) worst = std::max(worst, std::max(nv_out[i], nv_in[i]) / nv_bw);
-  for (std::size_t k = 0; k < slots; ++k) {
-    if (nic_gpu[k] < 0) continue;
-    double net_bw = c.injection_bw(nic_gpu[k]) * eff.network;
-    if (net_bw > 0) worst = std::max(worst, std::max(nic_out[k], nic_in[k]) / net_bw);
-  }
-  return worst;
+  auto worst = [&](const Load& l) {
+    double w = 0;
+    for (std::size_t i = 0; i < p; ++i) w = std::max(w, std::max(l.nv_out[i], l.nv_in[i]) / nv_bw);
+    for (std::size_t k = 0; k < slots; ++k) {
+      if (l.nic_gpu[k] < 0) continue;
+      const double net_bw = c.injection_bw(l.nic_gpu[k]) * eff.network;
+      if (net_bw > 0) w = std::max(w, std::max(l.nic_out[k], l.nic_in[k]) / net_bw);
+    }
+    return w;
+  };
+  const double s = worst(send);
+  return {s, rails > 1 ? worst(recv) : s};
 }
+
+}  // namespace
+
+A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+                              const CollectiveModel& m) {
+  if (gpus.size() <= 1 || c.gpus_per_node() <= 1) return A2aRouting::SendSide;
+  const PortTimes t = busiest_port_times(c, gpus, matrix, m);
+  return t.recv < t.send ? A2aRouting::ReceiveSide : A2aRouting::SendSide;
+}
+
+namespace {
 
 double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
                      const CollectiveModel& m) {
@@ -271,10 +282,9 @@ double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::
         latency = std::max(latency, hop(c, gpus[0], gpus[j], m).alpha);
         break;
       }
-  // The faster routing, as all_to_all_routing() picks it; each priced once.
-  const double send = busiest_port_time(c, gpus, matrix, m, A2aRouting::SendSide);
-  const double recv = c.gpus_per_node() > 1 ? busiest_port_time(c, gpus, matrix, m, A2aRouting::ReceiveSide) : send;
-  return latency + std::min(send, recv);
+  // The faster routing, as all_to_all_routing() picks it.
+  const PortTimes t = busiest_port_times(c, gpus, matrix, m);
+  return latency + std::min(t.send, t.recv);
 }
 
 }  // namespace
