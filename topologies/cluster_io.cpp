@@ -21,6 +21,7 @@
 
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
+#include "common/text_case.hpp"
 #include "topologies/generators.hpp"
 
 namespace shardsim {
@@ -29,11 +30,6 @@ namespace {
 constexpr LinkClass kAllClasses[] = {LinkClass::NvLink,    LinkClass::NicLink,        LinkClass::LeafSpine,
                                      LinkClass::SpineCore, LinkClass::Torus,          LinkClass::DragonflyLocal,
                                      LinkClass::DragonflyGlobal};
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Shorthands
@@ -64,7 +60,7 @@ constexpr Family kFamilies[] = {
 const Family* find_family(const std::string& spec) {
   auto colon = spec.find(':');
   if (colon == std::string::npos) return nullptr;
-  const std::string name = lower(spec.substr(0, colon));
+  const std::string name = lowercase(spec.substr(0, colon));
   for (const auto& f : kFamilies)
     if (name == f.name) return &f;
   return nullptr;
@@ -83,7 +79,7 @@ class Options {
     for (const auto& item : items) {
       auto eq = item.find('=');
       if (eq == std::string::npos || eq == 0) throw InputError(spec_, item, "expected KEY=VALUE");
-      std::string key = lower(item.substr(0, eq));
+      std::string key = lowercase(item.substr(0, eq));
       if (!values_.emplace(key, item.substr(eq + 1)).second) throw InputError(spec_, key, "given twice");
     }
   }
@@ -134,7 +130,7 @@ double parse_double(const std::string& spec, const std::string& key, const std::
 }
 
 bool parse_bool(const std::string& spec, const std::string& key, const std::string& text) {
-  const std::string t = lower(text);
+  const std::string t = lowercase(text);
   if (t == "on" || t == "true" || t == "yes" || t == "1") return true;
   if (t == "off" || t == "false" || t == "no" || t == "0") return false;
   throw InputError(spec, key, "expected on or off, got \"" + text + "\"");
@@ -363,7 +359,7 @@ Cluster cluster_from_shorthand(const std::string& spec) {
         if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
         opt.finish("gpus, link_bw, nic_bw, gpu");
         p.dims.clear();
-        for (const auto& d : split(lower(size), 'x'))
+        for (const auto& d : split(lowercase(size), 'x'))
           p.dims.push_back(to_int(parse_int(spec, "size", d, 1, kMaxClusterGpus)));
         return generate_torus(gpu, gpn, p, lat, ctx);
       }

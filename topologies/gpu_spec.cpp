@@ -12,6 +12,7 @@
 
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
+#include "common/text_case.hpp"
 
 namespace shardsim {
 namespace {
@@ -22,11 +23,6 @@ struct Preset {
   GpuSpec spec;
   std::vector<std::string> aliases;
 };
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // A strictly positive, finite number in [lo, hi]: tiny figures made times infinite or NaN, or
 // every plan "infeasible: /memory" (the wrong cause), so they are refused here by name.
@@ -83,11 +79,11 @@ const std::vector<GpuSpec>& gpu_presets() {
 }
 
 const GpuSpec& gpu_preset(const std::string& name, const std::string& source, const std::string& field) {
-  const std::string want = lower(name);
+  const std::string want = lowercase(name);
   const auto& table = preset_table();
   for (std::size_t i = 0; i < table.size(); ++i) {
-    bool hit = lower(table[i].spec.name) == want;
-    for (const auto& a : table[i].aliases) hit = hit || lower(a) == want;
+    bool hit = lowercase(table[i].spec.name) == want;
+    for (const auto& a : table[i].aliases) hit = hit || lowercase(a) == want;
     if (hit) return gpu_presets()[i];
   }
   std::string known;
