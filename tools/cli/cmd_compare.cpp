@@ -9,7 +9,6 @@
 // one set (optimizers/study_dir).
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
@@ -93,9 +92,10 @@ void check_options(CompareOptions& opt, std::size_t scenarios) {
     throw InputError("--baseline", std::to_string(opt.baseline),
                      "expected a scenario number from 1 to " + std::to_string(scenarios) + " (0: automatic)");
   if (!opt.gpu_hour.empty()) opt.settings.prices = parse_gpu_prices(opt.gpu_hour, "--gpu-hour", opt.gpu_hour);
-  (void)parse_slo_goal(opt.settings.goal, 1, 1, opt.settings.source == "command line" ? "--goal" : opt.settings.source + ": /goal");
   ServingOptions slo;
   parse_slo(opt.settings.slo, slo);
+  opt.settings.slo_goal = parse_slo_goal(opt.settings.goal, slo.slo_ttft, slo.slo_tpot,
+                                         opt.settings.source == "command line" ? "--goal" : opt.settings.source + ": /goal");
   if (opt.settings.arrivals != "poisson" && opt.settings.arrivals != "trace")
     throw InputError("--arrivals", opt.settings.arrivals, "expected poisson or trace");
 }
@@ -119,8 +119,7 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   std::vector<Scenario> scenarios = scenarios_from(opt, cmd);
   check_options(opt, scenarios.size());
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  opt.settings.threads = opt.threads > 0 ? opt.threads : cores;
+  opt.settings.threads = opt.threads > 0 ? opt.threads : default_workers();  // one per core
   std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
   if (opt.settings.fidelity != "analytic")
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
@@ -131,11 +130,7 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   CompareContext ctx;
   ctx.title = title_of(outcomes, opt.settings);
   ctx.baseline = opt.baseline - 1;
-  if (opt.settings.max_rate) {
-    ServingOptions slo;
-    parse_slo(opt.settings.slo, slo);
-    ctx.goal = parse_slo_goal(opt.settings.goal, slo.slo_ttft, slo.slo_tpot, "--goal").describe();
-  }
+  if (opt.settings.max_rate) ctx.goal = opt.settings.slo_goal.describe();
   std::string md = "# shardsim compare: " + ctx.title + "\n\n" + markdown_table(outcomes, ctx) + "\n";
   md += why_they_differ(outcomes, ctx);
   std::cout << md;

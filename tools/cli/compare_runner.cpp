@@ -2,7 +2,6 @@
 #include "tools/cli/compare_runner.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "common/input_error.hpp"
+#include "common/text_case.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/serving_evaluator.hpp"
@@ -22,11 +22,6 @@
 namespace shardsim::cli {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // A scenario ready to score: its loaded inputs, load, and plan (or why it has none).
 struct Prepared {
@@ -107,10 +102,11 @@ struct InputsCache {
     in.slo = s.slo;
     in.seed = s.seed;
     in.exact = s.exact;
-    // Loaded one at a time so that an error names the axis it came from.
-    named(s, sc, "model", [&] { return load_model(sc.model); });
-    named(s, sc, "cluster", [&] { return load_cluster(sc.cluster).num_gpus(); });
-    slot = std::make_unique<LoadedInputs>(load_inputs(in));
+    // Model and cluster loaded apart, so that an error names the axis it came from.
+    ModelSpec model = named(s, sc, "model", [&] { return load_model(sc.model); });
+    std::unique_ptr<Cluster> cluster =
+        named(s, sc, "cluster", [&] { return std::unique_ptr<Cluster>(new Cluster(load_cluster(sc.cluster))); });
+    slot = std::make_unique<LoadedInputs>(load_inputs(in, std::move(model), std::move(cluster)));
     return *slot;
   }
 };
@@ -128,13 +124,32 @@ std::vector<Prepared> prepare(const std::vector<Scenario>& scenarios, const Comp
     p.engine = sc.engine;
     if (!sc.engine.empty()) named(s, sc, "engine", [&] { return engine_preset(sc.engine, sc.engine, "engine"); });
     if (p.choice.search && std::find(names.begin(), names.end(), p.choice.optimizer) == names.end())
-      named(s, sc, "plan", [&]() -> int {
-        throw InputError(sc.plan, "optimizer", "unknown optimizer '" + p.choice.optimizer + "' (see 'shardsim search --help')");
-      });
+      throw InputError(cli ? "--plan" : s.source, cli ? sc.plan : field_of(sc, "plan"),
+                       "unknown optimizer '" + p.choice.optimizer + "' (see 'shardsim search --help')");
     if (!p.choice.search) resolve_given(p, sc, s);
     out.push_back(std::move(p));
   }
   return out;
+}
+
+// What the search's and the max-rate's evaluator score `p` on: its inputs, load and `trace`.
+EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, SimgridRunner* runner,
+                                 const RequestTrace& trace, Objective objective) {
+  EvaluatorInputs ei;
+  ei.model = &p.in->model;
+  ei.cluster = p.in->cluster.get();
+  ei.cluster_spec = p.cluster_spec;
+  ei.trace = &trace;
+  ei.routing = p.in->routing.get();
+  ei.serving = serving_of(p, false);
+  ei.tier = s.fidelity;
+  ei.runner = runner;
+  ei.samples = s.samples;
+  ei.objective = objective;
+  ei.goal = s.slo_goal;
+  ei.arrivals = s.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
+  ei.seed = s.seed;
+  return ei;
 }
 
 // The best plan a search finds for `p`'s problem: the Megatron portfolio, then the optimizer.
@@ -153,19 +168,7 @@ void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   for (const auto& r : rules) st.portfolio.push_back(r.genes);
   st.params = &params;
   const RequestTrace trace = trace_of(p, s);
-  EvaluatorInputs ei;
-  ei.model = &L.model;
-  ei.cluster = L.cluster.get();
-  ei.cluster_spec = p.cluster_spec;
-  ei.trace = &trace;
-  ei.routing = L.routing.get();
-  ei.serving = serving_of(p, false);
-  ei.tier = s.fidelity;
-  ei.runner = runner;
-  ei.samples = s.samples;
-  ei.objective = Objective::Throughput;
-  ei.seed = s.seed;
-  const ServingEvaluator evaluator(ei);
+  const ServingEvaluator evaluator(evaluator_inputs(p, s, runner, trace, Objective::Throughput));
   const SearchOutcome out = run_search(*space, evaluator, runs, st);
   const RunRecord* best = nullptr;
   for (const auto& r : out.runs)
@@ -208,21 +211,7 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
 
 // The highest Poisson rate meeting the goal (0 when none does).
 double max_rate_of(const Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
-  EvaluatorInputs ei;
-  ei.model = &p.in->model;
-  ei.cluster = p.in->cluster.get();
-  ei.cluster_spec = p.cluster_spec;
-  ei.trace = &p.in->trace;
-  ei.routing = p.in->routing.get();
-  ei.serving = serving_of(p, false);
-  ei.tier = s.fidelity;
-  ei.runner = runner;
-  ei.samples = s.samples;
-  ei.objective = Objective::MaxRate;
-  ei.goal = parse_slo_goal(s.goal, ei.serving.slo_ttft, ei.serving.slo_tpot, "--goal");  // checked by the command
-  ei.arrivals = s.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
-  ei.seed = s.seed;
-  const Score sc = ServingEvaluator(ei).evaluate(p.plan);
+  const Score sc = ServingEvaluator(evaluator_inputs(p, s, runner, p.in->trace, Objective::MaxRate)).evaluate(p.plan);
   return sc.feasible ? sc.objective : 0;
 }
 
@@ -280,9 +269,9 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
 }  // namespace
 
 double GpuPrices::of(const std::string& gpu) const {
-  const std::string name = lower(gpu);
+  const std::string name = lowercase(gpu);
   for (const auto& [key, price] : by_name)
-    if (name.find(lower(key)) != std::string::npos) return price;
+    if (name.find(lowercase(key)) != std::string::npos) return price;
   return all;
 }
 

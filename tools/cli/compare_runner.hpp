@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/serving/load_sweep.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/whatif/comparison.hpp"
 
@@ -45,6 +46,7 @@ struct CompareSettings {
   bool exact = false;
   bool max_rate = false;                // measure the highest rate meeting `goal`
   std::string goal = "p99";
+  SloGoal slo_goal;                     // `goal` with the `slo` bounds, parsed by the command
   GpuPrices prices;
   int threads = 1;
 };

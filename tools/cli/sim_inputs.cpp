@@ -110,10 +110,14 @@ void parse_slo(const std::string& text, ServingOptions& o) {
 }
 
 LoadedInputs load_inputs(const SimInputs& in) {
+  // The cluster is constructed in place: copying a Cluster copies its graph (topologies/cluster.hpp).
+  return load_inputs(in, load_model(in.model), std::unique_ptr<Cluster>(new Cluster(load_cluster(in.cluster))));
+}
+
+LoadedInputs load_inputs(const SimInputs& in, ModelSpec model, std::unique_ptr<Cluster> cluster) {
   LoadedInputs out;
-  out.model = load_model(in.model);
-  // Constructed in place: copying a Cluster copies its graph (see topologies/cluster.hpp).
-  out.cluster.reset(new Cluster(load_cluster(in.cluster)));
+  out.model = std::move(model);
+  out.cluster = std::move(cluster);
   out.trace_spec = with_seed(in.trace, in.seed);
   out.trace = head(load_request_trace(out.trace_spec), static_cast<std::size_t>(in.requests));
   parse_slo(in.slo, out.serving);

@@ -60,6 +60,8 @@ struct LoadedInputs {
 };
 
 LoadedInputs load_inputs(const SimInputs& in);
+// The same with the model and cluster already loaded (in.model and in.cluster are not read).
+LoadedInputs load_inputs(const SimInputs& in, ModelSpec model, std::unique_ptr<Cluster> cluster);
 // Sets o.slo_ttft and o.slo_tpot from "ttft=MS,tpot=MS" (InputError("--slo TEXT", key, …) otherwise).
 void parse_slo(const std::string& text, ServingOptions& o);
 // The plan `spec` (file, compact string or "megatron") for the loaded model and cluster; an
