@@ -216,27 +216,24 @@ std::vector<int> representative_layers(const Plan& plan, const ModelSpec& m) {
   return out;
 }
 
-// Adds one SimGrid step's per-link loads to the report's (kept sorted by dlink).
-void add_links(const SimgridStepResult& r, FidelityReport& rep) {
+// Adds one SimGrid step's per-link loads to `links` (by dlink) and its makespan to `seconds`.
+void add_links(const SimgridStepResult& r, std::map<int, FidelityReport::LinkLoad>& links, double& seconds) {
   const double makespan = r.timing.makespan;
-  rep.simgrid_seconds += makespan;
-  std::map<int, FidelityReport::LinkLoad> merged;
-  for (const auto& l : rep.links) merged[l.dlink] = l;
+  seconds += makespan;
   for (const auto& l : r.links) {
-    FidelityReport::LinkLoad& m = merged[l.dlink];
+    FidelityReport::LinkLoad& m = links[l.dlink];
     m.dlink = l.dlink;
     m.bytes += l.bytes;
     m.busy_seconds += l.busy_seconds;
     m.peak = std::max(m.peak, makespan > 0 ? l.busy_seconds / makespan : 0.0);
     ++m.steps;
   }
-  rep.links.clear();
-  for (const auto& [d, l] : merged) rep.links.push_back(l);
 }
 
 void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& rep) {
   std::array<double, 5> sg{}, an{};
   std::map<int, int> classes;
+  std::map<int, FidelityReport::LinkLoad> links;
   for (const auto& r : results) {
     if (!r.ok) continue;
     for (std::size_t k = 0; k < 5; ++k) {
@@ -245,8 +242,10 @@ void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& re
       rep.ops[k] += r.analytic_seconds[k] > 0 ? 1 : 0;
     }
     if (r.most_loaded_class >= 0) classes[r.most_loaded_class]++;
-    add_links(r, rep);
+    add_links(r, links, rep.simgrid_seconds);
   }
+  rep.links.clear();
+  for (const auto& [d, l] : links) rep.links.push_back(l);
   for (std::size_t k = 0; k < 5; ++k) rep.slowdown[k] = an[k] > 0 ? sg[k] / an[k] : 1.0;
   int best = 0;
   for (auto [c, n] : classes)

@@ -8,6 +8,12 @@
 
 namespace shardsim {
 
+LinkEnds link_direction_ends(const Cluster& c, int dlink) {
+  auto [a, b] = c.link_ends(dlink / 2);
+  if (dlink % 2) std::swap(a, b);
+  return {c.graph()[static_cast<Vertex>(a)].name, c.graph()[static_cast<Vertex>(b)].name};
+}
+
 std::string links_csv(const FidelityReport& rep, const Cluster& c) {
   struct Row {
     int dlink;
@@ -27,11 +33,9 @@ std::string links_csv(const FidelityReport& rep, const Cluster& c) {
   o << "link,direction,class,from,to,bandwidth_gb_s,bytes,utilization_mean,utilization_peak,steps\n";
   for (const Row& r : rows) {
     const int id = r.dlink / 2;
-    auto [a, b] = c.link_ends(id);
-    if (r.dlink % 2) std::swap(a, b);
-    const auto& g = c.graph();
-    o << id << "," << (r.dlink % 2 ? "backward" : "forward") << "," << to_string(c.link(id).cls) << ","
-      << g[static_cast<Vertex>(a)].name << "," << g[static_cast<Vertex>(b)].name << "," << c.link(id).bandwidth / 1e9 << ","
+    const LinkEnds ends = link_direction_ends(c, r.dlink);
+    o << id << "," << (r.dlink % 2 ? "backward" : "forward") << "," << to_string(c.link(id).cls) << "," << ends.from << ","
+      << ends.to << "," << c.link(id).bandwidth / 1e9 << ","
       << r.load.bytes << "," << r.mean << "," << r.load.peak << "," << r.load.steps << "\n";
   }
   return o.str();

@@ -1,6 +1,6 @@
 // sim/simgrid/link_report.hpp — every link's load in the steps SimGrid ran: `simulate --links FILE`.
 //
-// Owns: links_csv(). One row per link direction of the cluster (idle ones included, so a spine
+// Owns: links_csv() and link_direction_ends(). One row per link direction of the cluster (idle ones included, so a spine
 // that carried nothing shows as such), busiest first: its class, the vertices it joins in that
 // direction, its bandwidth, and over the steps run in SimGrid (FidelityReport::links) the bytes it
 // carried, its mean utilisation (busy seconds / Σ those steps' makespans) and its peak (the
@@ -19,5 +19,11 @@ namespace shardsim {
 class Cluster;
 
 std::string links_csv(const FidelityReport& report, const Cluster& cluster);
+
+// The vertices a link direction joins, in its direction ("spine1", "leaf7").
+struct LinkEnds {
+  std::string from, to;
+};
+LinkEnds link_direction_ends(const Cluster& cluster, int dlink);
 
 }  // namespace shardsim

@@ -98,11 +98,8 @@ void print_busiest_link(std::ostream& o, const FidelityReport& fr, const Cluster
   for (const auto& l : fr.links)
     if (!top || l.busy_seconds > top->busy_seconds) top = &l;
   if (!top || fr.simgrid_seconds <= 0) return;
-  const int id = top->dlink / 2;
-  auto [a, b] = c.link_ends(id);
-  if (top->dlink % 2) std::swap(a, b);
-  o << "  busiest link " << c.graph()[static_cast<Vertex>(a)].name << " → " << c.graph()[static_cast<Vertex>(b)].name << " ("
-    << to_string(c.link(id).cls) << f("): %.1f%% busy on average", 100 * top->busy_seconds / fr.simgrid_seconds)
+  const LinkEnds ends = link_direction_ends(c, top->dlink);
+  o << "  busiest link " << ends.from << " → " << ends.to << " (" << to_string(c.link(top->dlink / 2).cls) << f("): %.1f%% busy on average", 100 * top->busy_seconds / fr.simgrid_seconds)
     << f(", %.1f%% in its busiest step (every link: --links FILE)\n", 100 * top->peak);
 }
 
