@@ -115,7 +115,10 @@ TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and cl
       {"mixtral-8x7b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=150,seed=8", "synthetic:zipf=1.4,seed=3", true},
       {"mixtral-8x7b", "dgx-h100:1", "tp=4,pp=2", "synthetic:n=150,seed=8", "synthetic:seed=5", false},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", "synthetic:n=150,seed=8", ssrt, true},
+      // Long enough for mixed steps to be interpolated along tokens (MLPerf-like lengths, offline).
+      {"llama2-70b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=1000,prompt=lognormal:222:0.6,output=lognormal:290:0.5", "", true},
   };
+  long mixed = 0;
   for (const auto& k : cases) {
     CAPTURE(k.plan);
     CAPTURE(k.routing);
@@ -123,6 +126,8 @@ TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and cl
     const Metrics &f = fast.metrics, &e = exact.metrics;
     CHECK(f.completed == e.completed);
     CHECK(fast.result.breakdown.executed_steps < exact.result.breakdown.executed_steps);
+    CHECK(exact.result.breakdown.interpolated_mixed_steps == 0);
+    mixed += fast.result.breakdown.interpolated_mixed_steps;
     // Over the makespan only offline: an arrival-paced run's makespan is its last request's fate.
     if (k.offline) CHECK(rel(f.output_tok_s, e.output_tok_s) < 0.01);
     CHECK(rel(f.steady_output_tok_s, e.steady_output_tok_s) < 0.01);
@@ -133,6 +138,7 @@ TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and cl
     CHECK(rel(f.ttft_ms.p50, e.ttft_ms.p50) < (k.offline ? 0.01 : 0.05));
     CHECK(rel(f.ttft_ms.p99, e.ttft_ms.p99) < (k.offline ? 0.01 : 0.05));
   }
+  CHECK(mixed > 100);  // the guard covers interpolated mixed steps, not only memoised ones
   std::filesystem::remove(ssrt);
 }
 

@@ -1,6 +1,6 @@
 // tests/step_costs_test.cpp — where the fast path's step timings come from: memoised by shape,
 // interpolated along context for decode steps (attention on the anchors' line, the rest their
-// mean), or executed.
+// mean), interpolated along tokens for mixed steps of one family, or executed.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -39,7 +39,7 @@ StepTiming step(double context_sum, double expert_sample) {
 
 TEST_CASE("step costs: a decode step is interpolated from three executed ones: attention on their line, the rest their mean") {
   StepCache cache;
-  StepCosts costs(12, true, 0, cache);
+  StepCosts costs(12, true, true, 0, cache);
   int executed = 0;
   const double samples[] = {4e-3, 6e-3, 5e-3};
   auto run = [&](int ctx) {
@@ -71,7 +71,7 @@ TEST_CASE("step costs: a decode step is interpolated from three executed ones: a
 
 TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, interpolation can be switched off") {
   StepCache cache;
-  StepCosts off(12, false, 0, cache);
+  StepCosts off(12, false, true, 0, cache);
   int executed = 0;
   auto exec = [&] {
     ++executed;
@@ -84,8 +84,55 @@ TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, inte
   CHECK(executed == 4);
   off.timing(decode_batch(8, 2500), exec, true);  // a timeline step: always executed
   CHECK(executed == 5);
-  StepCosts none(0, true, 0, cache);  // no memoisation at all
+  StepCosts none(0, true, true, 0, cache);  // no memoisation at all
   none.timing(decode_batch(8, 2500), exec);
   CHECK(executed == 6);
   CHECK(none.key(std::array<double, 3>{1, 2, 3}.data(), std::array<double, 3>{1, 2, 3}.data(), 1).empty());
+}
+
+namespace {
+
+// `seqs` decode sequences with `ctx` tokens of context plus one prompt chunk of `chunk` tokens.
+ReplicaBatch mixed_batch(int seqs, int ctx, int chunk) {
+  ReplicaBatch b = decode_batch(seqs, ctx);
+  b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("step costs: a mixed step is interpolated along its tokens between two executed steps of its family") {
+  StepCache cache;
+  StepCosts costs(12, false, true, 0, cache);
+  int executed = 0;
+  auto run = [&](const ReplicaBatch& b) {
+    return costs.timing(b, [&] {
+      ++executed;
+      return step(0, 1e-5 * b.tokens());  // cost linear in the tokens: interpolation is exact
+    });
+  };
+  run(mixed_batch(40, 1000, 1000));
+  run(mixed_batch(44, 1000, 1300));  // same decode share (25 buckets), decode context within a quarter octave
+  CHECK(executed == 2);
+  const StepTiming t = run(mixed_batch(42, 1000, 1150));
+  CHECK(executed == 2);
+  CHECK(costs.interpolated_mixed() == 1);
+  // On the line through the steps of 1,040 and 1,344 tokens (ratios: Approx's margin is absolute).
+  CHECK(t.critical[kExperts] / (1e-5 * (42 + 1150)) == doctest::Approx(1.0));
+  CHECK(t.makespan / (1e-3 + 1e-5 * (42 + 1150)) == doctest::Approx(1.0));
+  // Outside the two (or with no neighbour within 1.5×): executed, then a member of the family.
+  run(mixed_batch(42, 1000, 2400));
+  CHECK(executed == 3);
+  // Another family: a larger decode share, or the decode context an octave longer.
+  run(mixed_batch(400, 1000, 1150));
+  run(mixed_batch(42, 2000, 1150));
+  CHECK(executed == 5);
+  // Decode-only steps never come from a mixed family; switched off, every new mixed shape is executed.
+  StepCache other;
+  StepCosts off(12, false, false, 0, other);
+  off.timing(mixed_batch(40, 1000, 1000), [&] { return ++executed, step(0, 1e-2); });
+  off.timing(mixed_batch(44, 1000, 1300), [&] { return ++executed, step(0, 1e-2); });
+  off.timing(mixed_batch(42, 1000, 1150), [&] { return ++executed, step(0, 1e-2); });
+  CHECK(executed == 8);
+  CHECK(off.interpolated_mixed() == 0);
 }

@@ -34,6 +34,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.executed_steps += b.executed_steps;
   a.forwarded_steps += b.forwarded_steps;
   a.interpolated_steps += b.interpolated_steps;
+  a.interpolated_mixed_steps += b.interpolated_mixed_steps;
   for (std::size_t i = 0; i < a.link_bytes.size(); ++i) {
     a.link_bytes[i] += b.link_bytes[i];
     a.link_busiest[i] += b.link_busiest[i];

@@ -184,6 +184,9 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
   if (o.interpolate_context && o.shape_buckets_per_octave > 0)
     approx.push_back("decode steps of a new shape interpolated linearly in their context between two executed steps "
                      "of the same decode batch (" + std::to_string(b.interpolated_steps) + " shapes)");
+  if (o.interpolate_mixed && o.shape_buckets_per_octave > 0)
+    approx.push_back("steps mixing decode tokens and prompt chunks of a new shape interpolated linearly in their tokens "
+                     "between two executed steps of the same mix (" + std::to_string(b.interpolated_mixed_steps) + " shapes)");
   if (b.layers_lowered < b.model_layers)
     approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +
                      " lowered per replica step (MoE layers onto about " + std::to_string(o.fold_moe_layers) +
@@ -194,6 +197,7 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
           {"reused_steps", b.steps - b.executed_steps},
           {"forwarded_steps", b.forwarded_steps},
           {"interpolated_steps", b.interpolated_steps},
+          {"interpolated_mixed_steps", b.interpolated_mixed_steps},
           {"layers_lowered", b.layers_lowered},
           {"model_layers", b.model_layers},
           {"approximations", approx}};
@@ -204,6 +208,7 @@ std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o)
   s << (o.exact() ? "exact path" : "fast path") << ": " << b.executed_steps << " of " << b.steps << " steps executed";
   if (b.forwarded_steps > 0) s << ", " << b.forwarded_steps << " fast-forwarded";
   if (b.interpolated_steps > 0) s << ", " << b.interpolated_steps << " shapes interpolated";
+  if (b.interpolated_mixed_steps > 0) s << ", " << b.interpolated_mixed_steps << " mixed shapes interpolated";
   s << "; " << b.layers_lowered << " of " << b.model_layers << " layers lowered";
   if (o.shape_buckets_per_octave > 0) s << "; steps memoised by shape (" << o.shape_buckets_per_octave << " buckets/octave)";
   return s.str();

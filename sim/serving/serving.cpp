@@ -107,7 +107,7 @@ class ReplicaSim {
         seqs_in_engine_(static_cast<std::size_t>(engines_), 0), ready_(static_cast<std::size_t>(engines_), 0.0),
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
-        costs_(opt.shape_buckets_per_octave, opt.interpolate_context, key_replica,
+        costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
                opt.step_cache ? *opt.step_cache : own_cache_) {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
@@ -559,9 +559,10 @@ class ReplicaSim {
       if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, t);
       return t;
     };
-    const long before = costs_.interpolated();
+    const long interpolated = costs_.interpolated(), mixed = costs_.interpolated_mixed();
     StepTiming timing = costs_.timing(batch, execute, record);
-    out_.breakdown.interpolated_steps += costs_.interpolated() - before;
+    out_.breakdown.interpolated_steps += costs_.interpolated() - interpolated;
+    out_.breakdown.interpolated_mixed_steps += costs_.interpolated_mixed() - mixed;
     if (opt_.transform_timing) {
       StepTiming tt = opt_.transform_timing(timing);
       double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;

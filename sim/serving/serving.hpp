@@ -80,6 +80,9 @@ struct ServingOptions {
   // A decode-only step of a new shape is interpolated linearly in its context between two executed
   // steps of the same decode batch (sim/serving/step_costs.hpp) instead of being executed.
   bool interpolate_context = true;
+  // A step mixing decode tokens and prompt chunks of a new shape is interpolated along its tokens
+  // between executed steps of its family (sim/serving/step_costs.hpp) instead of being executed.
+  bool interpolate_mixed = true;
   // Count every executed step's bytes per link class (sim/step/link_traffic.hpp) into the
   // breakdown; memoised steps carry their executed step's count. Off in searches (cost).
   bool link_traffic = false;
@@ -93,6 +96,7 @@ struct ServingOptions {
     fold_moe_layers = 0;
     fast_forward = false;
     interpolate_context = false;
+    interpolate_mixed = false;
   }
   bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0; }
   // The decode pool of a disaggregated plan (sim/serving/disaggregated.hpp): request i arrives at
@@ -144,6 +148,7 @@ struct ServingBreakdown {
   long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
   long forwarded_steps = 0;                       // of the memoised, replayed by fast-forward (no batch built)
   long interpolated_steps = 0;                    // shapes timed by interpolation along context (none executed)
+  long interpolated_mixed_steps = 0;              // mixed shapes timed by interpolation along tokens
   int layers_lowered = 0, model_layers = 0;       // per replica: layers in a step program / in the model
   int peak_seqs = 0;                              // most sequences ever running in one attention group
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)

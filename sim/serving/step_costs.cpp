@@ -69,10 +69,66 @@ StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
   return t;
 }
 
+bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
+
+constexpr double kTokenSpan = 1.5;  // two executed mixed steps this close (ratio of tokens) interpolate
+// The decode sequences' share of a mixed step's tokens, in this many equal buckets. A step's
+// GEMMs, experts and collectives depend on its tokens in all, so a mixed step is interpolated
+// along them; how they split between decode and prompt changes the attention only, by about the
+// bucket width of the step at most.
+constexpr double kDecodeShareBuckets = 25;
+
+// A mixed step's tokens (decode and prompt chunks) and its family: the steps it is interpolated
+// from along those tokens — chunks, emitting chunks and groups holding chunks exactly, how
+// unevenly those groups hold them and the decode sequences' context (4 buckets per octave), the
+// octave of the chunks' context, and the decode sequences' share of the tokens (in all, and in
+// the groups holding chunks).
+struct Mixed {
+  double tokens = 0;
+  std::vector<int> family;
+};
+
+Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
+  double chunk_tokens = 0, chunk_ctx = 0, chunk_max = 0, dec = 0, dec_beside = 0, dec_ctx = 0;
+  int chunks = 0, emits = 0, groups = 0;
+  for (const auto& g : batch.groups) {
+    double pf = 0, d = 0;
+    for (const auto& w : g) {
+      if (is_decode(w)) {
+        d += 1;
+        dec_ctx += w.context;
+        continue;
+      }
+      pf += w.new_tokens;
+      chunk_ctx += w.context;
+      ++chunks;
+      emits += w.emits ? 1 : 0;
+    }
+    chunk_tokens += pf;
+    chunk_max = std::max(chunk_max, pf);
+    dec += d;
+    if (pf > 0) {
+      ++groups;
+      dec_beside += d;
+    }
+  }
+  auto octave = [](double x) { return x < 1 ? -1 : static_cast<int>(std::log2(x)); };
+  auto quarter = [](double x) { return x < 1 ? -1 : static_cast<int>(4 * std::log2(x)); };
+  auto share = [&](double d) { return static_cast<int>(kDecodeShareBuckets * d / (d + chunk_tokens)); };
+  const double imbalance = chunk_max * groups / chunk_tokens;  // largest chunk group ÷ their mean
+  return {chunk_tokens + dec,
+          {chunks, emits, groups, quarter(imbalance), octave(chunk_ctx), share(dec), share(dec_beside), quarter(dec_ctx),
+           cost_class}};
+}
+
 }  // namespace
 
-StepCosts::StepCosts(int buckets_per_octave, bool interpolate, int cost_class, StepCache& cache)
-    : b_(buckets_per_octave), interpolate_(interpolate && buckets_per_octave > 0), cost_class_(cost_class), cache_(cache) {}
+StepCosts::StepCosts(int buckets_per_octave, bool interpolate, bool interpolate_mixed, int cost_class, StepCache& cache)
+    : b_(buckets_per_octave),
+      interpolate_(interpolate && buckets_per_octave > 0),
+      interpolate_mixed_(interpolate_mixed && buckets_per_octave > 0),
+      cost_class_(cost_class),
+      cache_(cache) {}
 
 std::vector<int> StepCosts::key(const double* sums, const double* maxs, int emits) const {
   if (b_ <= 0) return {};
@@ -102,12 +158,13 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
       return t;
     }
   }
+  if (interpolate_mixed_ && !fresh && s.sums[0] > 0 && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
   StepTiming t = execute();
   if (!family.empty()) {
     CostFamily& f = cache_.families[family];
     auto& v = f.anchors;
-    auto at = std::lower_bound(v.begin(), v.end(), s.sums[2], [](const CostAnchor& a, double x) { return a.context < x; });
-    if (at == v.end() || at->context != s.sums[2]) {
+    auto at = std::lower_bound(v.begin(), v.end(), s.sums[2], [](const CostAnchor& a, double x) { return a.at < x; });
+    if (at == v.end() || at->at != s.sums[2]) {
       v.insert(at, CostAnchor{s.sums[2], t});
       f.mean = v.size() == 1 ? t : blend(f.mean, t, 1.0 / static_cast<double>(v.size()));  // running mean
     }
@@ -116,35 +173,69 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   return t;
 }
 
+// A mixed step: from its family's executed steps, or executed and added to them.
+StepTiming StepCosts::mixed(const ReplicaBatch& batch, std::vector<int> k, const std::function<StepTiming()>& execute) {
+  const Mixed mx = mixed_of(batch, cost_class_);
+  StepTiming t;
+  if (from_mixed_family(mx.family, mx.tokens, t)) {
+    ++interpolated_mixed_;
+  } else {
+    t = execute();
+    auto& v = cache_.mixed[mx.family];
+    v.insert(std::lower_bound(v.begin(), v.end(), mx.tokens, [](const CostAnchor& a, double x) { return a.at < x; }),
+             CostAnchor{mx.tokens, t});
+  }
+  cache_.by_shape.emplace(std::move(k), t);
+  return t;
+}
+
+// The timing of `family` at `tokens`: an executed step with those tokens, or the line through the
+// two bracketing them when they are at most kTokenSpan apart. Never the nearest step of the same
+// shape bucket: a serving run's batches grow, so the step executed first in a bucket is mostly
+// the smaller one, and reusing it biased TPOT low by 1.5% on the MLPerf Server rows.
+bool StepCosts::from_mixed_family(const std::vector<int>& family, double tokens, StepTiming& out) const {
+  auto f = cache_.mixed.find(family);
+  if (f == cache_.mixed.end()) return false;
+  const auto& v = f->second;
+  auto at = std::lower_bound(v.begin(), v.end(), tokens, [](const CostAnchor& a, double x) { return a.at < x; });
+  if (at != v.end() && at->at == tokens) {
+    out = at->timing;
+    return true;
+  }
+  if (at == v.begin() || at == v.end() || at->at > kTokenSpan * (at - 1)->at) return false;
+  out = blend((at - 1)->timing, at->timing, (tokens - (at - 1)->at) / (at->at - (at - 1)->at));
+  return true;
+}
+
 // Linear in the context sum between two anchors of `family`: bracketing it within one octave, or
 // both on one side, at least kMinSpread apart, with `x` within one octave of the nearer.
 bool StepCosts::interpolate_into(const std::vector<int>& family, double x, StepTiming& out) const {
   auto f = cache_.families.find(family);
   if (f == cache_.families.end() || f->second.anchors.size() < kMinAnchors || x <= 0) return false;
   const auto& v = f->second.anchors;
-  auto at = std::lower_bound(v.begin(), v.end(), x, [](const CostAnchor& a, double c) { return a.context < c; });
+  auto at = std::lower_bound(v.begin(), v.end(), x, [](const CostAnchor& a, double c) { return a.at < c; });
   const CostAnchor *lo = nullptr, *hi = nullptr;
   if (at != v.begin() && at != v.end()) {  // bracketed
     lo = &*(at - 1);
     hi = &*at;
-    if (hi->context > kReach * lo->context) return false;
+    if (hi->at > kReach * lo->at) return false;
   } else if (at == v.end()) {  // above every anchor: the last and one at least kMinSpread below it
     hi = &v.back();
-    if (x > kReach * hi->context) return false;
+    if (x > kReach * hi->at) return false;
     for (auto it = v.rbegin() + 1; it != v.rend() && lo == nullptr; ++it)
-      if (it->context * kMinSpread <= hi->context) lo = &*it;
+      if (it->at * kMinSpread <= hi->at) lo = &*it;
   } else {  // below every anchor
     lo = &v.front();
-    if (x * kReach < lo->context) return false;
+    if (x * kReach < lo->at) return false;
     for (auto it = v.begin() + 1; it != v.end() && hi == nullptr; ++it)
-      if (it->context >= kMinSpread * lo->context) hi = &*it;
+      if (it->at >= kMinSpread * lo->at) hi = &*it;
   }
   if (lo == nullptr || hi == nullptr) return false;
   // Context reaches a decode step's cost through its attention only (linear in the KV read): that
   // part is the anchors' line at x. The rest depends on the routing sample each anchor drew, not on
   // the context: it is the mean over the family's anchors, so that every sample counts.
   constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
-  const double w = (x - lo->context) / (hi->context - lo->context);
+  const double w = (x - lo->at) / (hi->at - lo->at);
   auto line = [&](double a, double b) { return a + w * (b - a); };
   out = f->second.mean;
   const double mean_attn = out.critical[attn];

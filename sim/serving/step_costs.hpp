@@ -12,7 +12,13 @@
 // through the attention's KV reads, linear in the context (sim/step/compute_cost.hpp), so its
 // attention is the line through the two executed steps nearest in context (bracketing it within
 // an octave, or both on one side at least 25% apart and it within an octave of the nearer), and
-// the rest — what each step's routing sample decided — is the family's mean. Every other step is
+// the rest — what each step's routing sample decided — is the family's mean. A step that mixes
+// decode tokens with prompt chunks (about one per arriving request, and the costliest to execute)
+// of a new shape is timed from the executed mixed steps of its family — the same chunks, emitting
+// chunks and groups holding them, their unevenness over those groups and the decode context (4
+// buckets per octave), the octave of the chunks' context, and the decode sequences' share of the
+// tokens (25 buckets) — along its tokens in all: a step with as many tokens, or the line through
+// the two bracketing it at most 1.5× apart. Every other step is
 // executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
 // synchronised (serve() runs replicas one after the other).
 #pragma once
@@ -27,9 +33,10 @@ namespace shardsim {
 
 struct ReplicaBatch;
 
-// An executed decode-only step: its context sum and its timing.
+// An executed step of a family, at its place along the family's axis (a decode step's context
+// sum, a mixed step's tokens), and its timing.
 struct CostAnchor {
-  double context = 0;
+  double at = 0;
   StepTiming timing;
 };
 
@@ -42,13 +49,14 @@ struct CostFamily {
 struct StepCache {
   std::map<std::vector<int>, StepTiming> by_shape;   // bucketed shape (+ cost class) → timing
   std::map<std::vector<int>, CostFamily> families;   // decode family → its executed steps
+  std::map<std::vector<int>, std::vector<CostAnchor>> mixed;  // mixed family → its executed steps, by tokens
 };
 
 class StepCosts {
  public:
   // `buckets_per_octave` ≤ 0 memoises nothing (every step executed); `interpolate` = false keeps
-  // memoisation but executes every new shape.
-  StepCosts(int buckets_per_octave, bool interpolate, int cost_class, StepCache& cache);
+  // memoisation but executes every new decode shape, `interpolate_mixed` = false every new mixed one.
+  StepCosts(int buckets_per_octave, bool interpolate, bool interpolate_mixed, int cost_class, StepCache& cache);
 
   // The timing of `batch`: memoised, interpolated or `execute()`d. `fresh` executes regardless
   // (timeline steps) but still records the result.
@@ -59,16 +67,21 @@ class StepCosts {
   std::vector<int> key(const double* sums, const double* maxs, int emits) const;
   const std::vector<int>& last_key() const { return last_key_; }
   long interpolated() const { return interpolated_; }
+  long interpolated_mixed() const { return interpolated_mixed_; }
 
  private:
   bool interpolate_into(const std::vector<int>& family, double context, StepTiming& out) const;
+  StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
+  bool from_mixed_family(const std::vector<int>& family, double tokens, StepTiming& out) const;
 
   int b_;
   bool interpolate_;
+  bool interpolate_mixed_;
   int cost_class_;
   StepCache& cache_;
   std::vector<int> last_key_;
   long interpolated_ = 0;
+  long interpolated_mixed_ = 0;
 };
 
 
