@@ -9,6 +9,7 @@
 // search: the plan-search driver on mixtral-8x7b / dgx-h100:2 (200 Azure requests offline,
 // analytic tier): the same runs with 1 and 2 TBB threads — simulated evaluations per second,
 // the speed-up, the cache hit rate and the wall time. `shardsim_bench search` runs only this.
+// accuracy: issue 11's reference set, the fast path against the exact one (tools/bench_src/accuracy.hpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench_src/accuracy.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/serving_evaluator.hpp"
@@ -243,6 +245,10 @@ static void bench_search() {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "accuracy") {
+    bench_accuracy(argc > 2 ? argv[2] : "");
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "search") {
     bench_search();
     return 0;
