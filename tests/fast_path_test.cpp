@@ -219,4 +219,13 @@ TEST_CASE("fast path: replicas with the same costs share step timings, results u
   CHECK(shared.result.breakdown.executed_steps * 4 < every.result.breakdown.executed_steps);
   CHECK(rel(shared.metrics.output_tok_s, every.metrics.output_tok_s) < 0.01);
   CHECK(rel(shared.metrics.tpot_ms.p50, every.metrics.tpot_ms.p50) < 0.01);
+  // Identical requests offline give every replica the same steps: replicas 1–3 find all of theirs
+  // in replica 0's entries, so four replicas execute what one replica on its own would.
+  const std::string same = "synthetic:n=160,prompt=fixed:500,output=fixed:120,seed=4";
+  Outcome four = score(Case{"mixtral-8x7b", "dgx-h100:4", "tp=8,dp=4", same, "synthetic:seed=2", true}, ServingOptions{});
+  Outcome one = score(Case{"mixtral-8x7b", "dgx-h100:1", "tp=8", "synthetic:n=40,prompt=fixed:500,output=fixed:120,seed=4",
+                           "synthetic:seed=2", true},
+                      ServingOptions{});
+  CHECK(four.result.breakdown.steps == 4 * one.result.breakdown.steps);
+  CHECK(four.result.breakdown.executed_steps == one.result.breakdown.executed_steps);
 }

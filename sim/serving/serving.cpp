@@ -108,7 +108,7 @@ class ReplicaSim {
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
-               opt.step_cache ? *opt.step_cache : own_cache_) {
+               *opt.step_cache) {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
     out_.breakdown.layers_lowered = lowered;
@@ -638,8 +638,7 @@ class ReplicaSim {
   std::vector<Armed> armed_;   // per engine
   StepTiming last_timing_;     // the timing of the last step run normally, as the loop used it
   StepProgram program_;  // reused step after step
-  StepCache own_cache_;  // memoised step timings, when no shared cache is given
-  StepCosts costs_;      // memoised, interpolated or executed step timings (declared after the caches)
+  StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
 };
 
 // The saturated window: from the moment every replica has turned its peak batch over once (as
@@ -761,15 +760,17 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
     r.output_tokens = std::max(1, trace.requests[i].output_tokens);
   }
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
+  ServingOptions opts = options;  // the replicas of one cost class share the run's step cache
+  if (!opts.step_cache) opts.step_cache = std::make_shared<StepCache>();
   const std::vector<int> classes = options.shape_buckets_per_octave > 0 ? cost_classes(plan, cluster) : std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0);
   const auto experts = expert_layout_for(plan, model, routing);  // once for every replica
   if (experts->balanced())
     out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
                                 experts->sample_tokens()};
   for (int rep = 0; rep < plan.deg.dp; ++rep) {
-    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, options, out.memory,
+    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, opts, out.memory,
                    experts, out);
-    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, options);
+    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts);
     sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
   }
   for (const auto& r : out.requests)

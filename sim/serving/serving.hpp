@@ -106,7 +106,8 @@ struct ServingOptions {
   std::vector<DecodeSlot> decode_slots;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
-  // A step cache shared between serve() calls (the simgrid tier's two passes); null = private.
+  // A step cache shared between serve() calls (the simgrid tier's two passes); null = one for this
+  // call, shared by the replicas of one cost class.
   std::shared_ptr<StepCache> step_cache;
   // Applied to every step's timing (cached or executed) before the loop uses it; caches keep the
   // untransformed timing. The simgrid tier scales by the SimGrid/analytic ratio here.
