@@ -3,6 +3,7 @@
 // mean), interpolated along tokens for mixed steps of one family, or executed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 
 #include "sim/serving/step_costs.hpp"
@@ -18,6 +19,13 @@ ReplicaBatch decode_batch(int seqs, int ctx) {
   ReplicaBatch b;
   b.groups.resize(1);
   for (int i = 0; i < seqs; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(ctx), 1, ctx, true});
+  return b;
+}
+
+// `seqs` decode sequences with `ctx` tokens of context plus one prompt chunk of `chunk` tokens.
+ReplicaBatch mixed_batch(int seqs, int ctx, int chunk) {
+  ReplicaBatch b = decode_batch(seqs, ctx);
+  b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
   return b;
 }
 
@@ -69,6 +77,51 @@ TEST_CASE("step costs: a decode step is interpolated from three executed ones: a
   CHECK(executed == 5);
 }
 
+TEST_CASE("step costs: attention-DP decode steps read the critical attention off the longest group, per-GPU off the sum") {
+  // Four groups of one sequence each: the critical path runs through the longest context, the
+  // per-GPU attention through all of them, and how unevenly they are spread no longer splits the family.
+  auto spread = [](std::array<int, 4> ctx) {
+    ReplicaBatch b;
+    b.groups.resize(4);
+    for (std::size_t g = 0; g < 4; ++g)
+      b.groups[g].push_back(SeqWork{static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(ctx[g]), 1, ctx[g], true});
+    return b;
+  };
+  auto timed = [](std::array<int, 4> ctx) {
+    double sum = 0, mx = 0;
+    for (int c : ctx) {
+      sum += c;
+      mx = std::max(mx, static_cast<double>(c));
+    }
+    StepTiming t;
+    t.critical[kAttn] = 1e-3 + 4e-9 * mx;
+    t.busy[kAttn] = 1e-3 + 1e-9 * sum;
+    t.critical[kExperts] = 5e-3;
+    t.makespan = t.critical[kAttn] + 5e-3;
+    t.stage_time = {t.makespan};
+    return t;
+  };
+  StepCache cache;
+  StepCosts costs(12, true, true, 0, cache);
+  int executed = 0;
+  auto run = [&](std::array<int, 4> ctx) {
+    return costs.timing(spread(ctx), [&] {
+      ++executed;
+      return timed(ctx);
+    });
+  };
+  run({200, 200, 200, 1000});  // imbalance 2.5
+  run({400, 400, 400, 1300});  // 2.1
+  run({600, 600, 600, 1700});  // 1.9
+  REQUIRE(executed == 3);
+  const std::array<int, 4> uneven = {100, 200, 300, 1500};  // imbalance 2.9: more uneven than any executed
+  const StepTiming t = run(uneven);
+  CHECK(executed == 3);
+  CHECK(t.critical[kAttn] == doctest::Approx(timed(uneven).critical[kAttn]));
+  CHECK(t.busy[kAttn] == doctest::Approx(timed(uneven).busy[kAttn]));
+  CHECK(t.makespan == doctest::Approx(timed(uneven).makespan));
+}
+
 TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, interpolation can be switched off") {
   StepCache cache;
   StepCosts off(12, false, true, 0, cache);
@@ -89,17 +142,6 @@ TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, inte
   CHECK(executed == 6);
   CHECK(none.key(std::array<double, 3>{1, 2, 3}.data(), std::array<double, 3>{1, 2, 3}.data(), 1).empty());
 }
-
-namespace {
-
-// `seqs` decode sequences with `ctx` tokens of context plus one prompt chunk of `chunk` tokens.
-ReplicaBatch mixed_batch(int seqs, int ctx, int chunk) {
-  ReplicaBatch b = decode_batch(seqs, ctx);
-  b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
-  return b;
-}
-
-}  // namespace
 
 TEST_CASE("step costs: a mixed step is interpolated along its tokens between two executed steps of its family") {
   StepCache cache;

@@ -41,8 +41,11 @@ int bucket(double x, int b) {
   return x <= 2.0 * b ? static_cast<int>(x) : static_cast<int>(2 * b + std::lround(b * std::log2(x / (2.0 * b))));
 }
 
-constexpr double kMinSpread = 1.25;  // two anchors this far apart (ratio of contexts) define a slope
+constexpr double kMinSpread = 1.25;  // two points this far apart (ratio) define a slope
 constexpr double kReach = 2.0;       // and are trusted up to one octave beyond the nearer one
+// Points closer together than kMinSpread still give the slope a little beyond them: up to this
+// share of their span (a decode batch's longest context creeps up one token a step).
+constexpr double kCreep = 0.25;
 constexpr std::size_t kMinAnchors = 3;  // routing samples averaged before a family interpolates
 
 // a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
@@ -67,6 +70,55 @@ StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
   }
   t.kernels = w < 0.5 ? a.kernels : b.kernels;
   return t;
+}
+
+// y at x on the line through two of `pts` (sorted by x): the two bracketing x within kReach of
+// each other, or — beyond the ends — the nearest end and the next point at least kMinSpread from
+// it (or the far end, x being within kCreep of their span), with x within kReach of that end. Local lines: the attention's kernel efficiency moves with
+// the context, so a line through the far ends of a family misses (+2% TPOT on a Mixtral case).
+bool line_at(const CostLine& pts, double x, double& y) {
+  if (pts.size() < 2 || x <= 0) return false;
+  auto at = std::lower_bound(pts.begin(), pts.end(), x, [](const std::pair<double, double>& p, double v) { return p.first < v; });
+  const std::pair<double, double>*lo = nullptr, *hi = nullptr;
+  if (at != pts.end() && at->first == x) {
+    y = at->second;
+    return true;
+  }
+  if (at != pts.begin() && at != pts.end()) {  // bracketed
+    lo = &*(at - 1);
+    hi = &*at;
+    if (hi->first > kReach * lo->first) return false;
+  } else if (at == pts.end()) {  // above every point
+    hi = &pts.back();
+    if (x > kReach * hi->first) return false;
+    for (auto it = pts.rbegin() + 1; it != pts.rend() && lo == nullptr; ++it)
+      if (it->first * kMinSpread <= hi->first) lo = &*it;
+    if (lo == nullptr && x - hi->first <= kCreep * (hi->first - pts.front().first)) lo = &pts.front();
+  } else {  // below every point
+    lo = &pts.front();
+    if (x * kReach < lo->first) return false;
+    for (auto it = pts.begin() + 1; it != pts.end() && hi == nullptr; ++it)
+      if (it->first >= kMinSpread * lo->first) hi = &*it;
+    if (hi == nullptr && lo->first - x <= kCreep * (pts.back().first - lo->first)) hi = &pts.back();
+  }
+  if (lo == nullptr || hi == nullptr || hi->first <= lo->first) return false;
+  y = lo->second + (x - lo->first) / (hi->first - lo->first) * (hi->second - lo->second);
+  return true;
+}
+
+// Adds (x, y) to a line; a second point at the same x keeps the first.
+void add_point(CostLine& pts, double x, double y) {
+  auto at = std::lower_bound(pts.begin(), pts.end(), x, [](const std::pair<double, double>& p, double v) { return p.first < v; });
+  if (at == pts.end() || at->first != x) pts.insert(at, {x, y});
+}
+
+// An executed decode step joins its family: its attention on both lines, its timing the mean.
+void add_to_family(CostFamily& f, double context_sum, double context_max, const StepTiming& t) {
+  constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
+  add_point(f.critical, context_max, t.critical[attn]);
+  add_point(f.busy, context_sum, t.busy[attn]);
+  ++f.count;
+  f.mean = f.count == 1 ? t : blend(f.mean, t, 1.0 / static_cast<double>(f.count));  // running mean
 }
 
 bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
@@ -148,11 +200,9 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   }
   std::vector<int> family;
   if (interpolate_ && s.decode_only()) {
-    const double imbalance = s.sums[2] > 0 ? s.maxs[2] * s.groups / s.sums[2] : 1.0;
-    family = {bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_),
-              static_cast<int>(std::lround(4 * std::log2(std::max(1.0, imbalance)))), cost_class_};
+    family = {bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_), cost_class_};
     StepTiming t;
-    if (!fresh && interpolate_into(family, s.sums[2], t)) {
+    if (!fresh && interpolate_into(family, s.sums[2], s.maxs[2], t)) {
       ++interpolated_;
       cache_.by_shape.emplace(std::move(k), t);
       return t;
@@ -160,15 +210,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   }
   if (interpolate_mixed_ && !fresh && s.sums[0] > 0 && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
   StepTiming t = execute();
-  if (!family.empty()) {
-    CostFamily& f = cache_.families[family];
-    auto& v = f.anchors;
-    auto at = std::lower_bound(v.begin(), v.end(), s.sums[2], [](const CostAnchor& a, double x) { return a.at < x; });
-    if (at == v.end() || at->at != s.sums[2]) {
-      v.insert(at, CostAnchor{s.sums[2], t});
-      f.mean = v.size() == 1 ? t : blend(f.mean, t, 1.0 / static_cast<double>(v.size()));  // running mean
-    }
-  }
+  if (!family.empty()) add_to_family(cache_.families[family], s.sums[2], s.maxs[2], t);
   cache_.by_shape.emplace(std::move(k), t);
   return t;
 }
@@ -207,43 +249,19 @@ bool StepCosts::from_mixed_family(const std::vector<int>& family, double tokens,
   return true;
 }
 
-// Linear in the context sum between two anchors of `family`: bracketing it within one octave, or
-// both on one side, at least kMinSpread apart, with `x` within one octave of the nearer.
-bool StepCosts::interpolate_into(const std::vector<int>& family, double x, StepTiming& out) const {
+// The decode family's timing at this context: the rest of the family's mean, with its attention
+// read off the family's two lines (see the header).
+bool StepCosts::interpolate_into(const std::vector<int>& family, double context_sum, double context_max,
+                                 StepTiming& out) const {
   auto f = cache_.families.find(family);
-  if (f == cache_.families.end() || f->second.anchors.size() < kMinAnchors || x <= 0) return false;
-  const auto& v = f->second.anchors;
-  auto at = std::lower_bound(v.begin(), v.end(), x, [](const CostAnchor& a, double c) { return a.at < c; });
-  const CostAnchor *lo = nullptr, *hi = nullptr;
-  if (at != v.begin() && at != v.end()) {  // bracketed
-    lo = &*(at - 1);
-    hi = &*at;
-    if (hi->at > kReach * lo->at) return false;
-  } else if (at == v.end()) {  // above every anchor: the last and one at least kMinSpread below it
-    hi = &v.back();
-    if (x > kReach * hi->at) return false;
-    for (auto it = v.rbegin() + 1; it != v.rend() && lo == nullptr; ++it)
-      if (it->at * kMinSpread <= hi->at) lo = &*it;
-  } else {  // below every anchor
-    lo = &v.front();
-    if (x * kReach < lo->at) return false;
-    for (auto it = v.begin() + 1; it != v.end() && hi == nullptr; ++it)
-      if (it->at >= kMinSpread * lo->at) hi = &*it;
-  }
-  if (lo == nullptr || hi == nullptr) return false;
-  // Context reaches a decode step's cost through its attention only (linear in the KV read): that
-  // part is the anchors' line at x. The rest depends on the routing sample each anchor drew, not on
-  // the context: it is the mean over the family's anchors, so that every sample counts.
-  constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
-  const double w = (x - lo->at) / (hi->at - lo->at);
-  auto line = [&](double a, double b) { return a + w * (b - a); };
-  out = f->second.mean;
-  const double mean_attn = out.critical[attn];
-  const double crit = line(lo->timing.critical[attn], hi->timing.critical[attn]);
-  const double busy = line(lo->timing.busy[attn], hi->timing.busy[attn]);
+  if (f == cache_.families.end() || f->second.count < static_cast<long>(kMinAnchors) || context_sum <= 0) return false;
+  double crit = 0, busy = 0;
+  if (!line_at(f->second.critical, context_max, crit) || !line_at(f->second.busy, context_sum, busy)) return false;
   if (crit < 0 || busy < 0) return false;
+  constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
+  out = f->second.mean;
   const double before = out.makespan;
-  out.makespan += crit - mean_attn;
+  out.makespan += crit - out.critical[attn];
   out.critical[attn] = crit;
   out.busy[attn] = busy;
   if (!(out.makespan > 0) || !(before > 0)) return false;

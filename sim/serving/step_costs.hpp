@@ -7,12 +7,14 @@
 // maxima over groups plus the tokens it emits, each in ~2^(1/b) buckets (exact up to 2b; b =
 // ServingOptions::shape_buckets_per_octave). A step whose bucketed shape was seen reuses that
 // timing. A decode-only step of a new shape is timed from the executed steps of its family — the
-// same bucketed decode tokens, emitted tokens and context imbalance (max group ÷ mean group, 4
-// buckets per octave) — once the family has three: a decode step's context enters its cost only
-// through the attention's KV reads, linear in the context (sim/step/compute_cost.hpp), so its
-// attention is the line through the two executed steps nearest in context (bracketing it within
-// an octave, or both on one side at least 25% apart and it within an octave of the nearer), and
-// the rest — what each step's routing sample decided — is the family's mean. A step that mixes
+// same bucketed decode tokens, largest group's decode tokens and emitted tokens — once the family
+// has three: a decode step's context enters its cost only through the attention's KV reads,
+// linear in the context (sim/step/compute_cost.hpp). The attention on its critical path is the
+// line, in the largest group's context, through the two executed steps nearest it (bracketing it
+// within an octave, or both on one side at least 25% apart and it within an octave of the
+// nearer, or the family's ends when it is within a quarter of their span beyond them); its
+// attention per GPU the same line in the context in all; and the rest — what each
+// step's routing sample decided — is the family's mean. A step that mixes
 // decode tokens with prompt chunks (about one per arriving request, and the costliest to execute)
 // of a new shape is timed from the executed mixed steps of its family — the same chunks, emitting
 // chunks and groups holding them, their unevenness over those groups and the decode context (4
@@ -33,17 +35,22 @@ namespace shardsim {
 
 struct ReplicaBatch;
 
-// An executed step of a family, at its place along the family's axis (a decode step's context
-// sum, a mixed step's tokens), and its timing.
+// An executed step of a family, at its place along the family's axis (a mixed step's tokens),
+// and its timing.
 struct CostAnchor {
   double at = 0;
   StepTiming timing;
 };
 
-// The executed decode-only steps of one family, by context, and their mean timing.
+// Points (x, y) sorted by x: one of the lines a family's attention is read from.
+using CostLine = std::vector<std::pair<double, double>>;
+
+// The executed decode-only steps of one family: their attention on the critical path against the
+// largest group's context, their attention per GPU against the context in all, and their mean timing.
 struct CostFamily {
-  std::vector<CostAnchor> anchors;
+  CostLine critical, busy;
   StepTiming mean;
+  long count = 0;
 };
 
 struct StepCache {
@@ -70,7 +77,7 @@ class StepCosts {
   long interpolated_mixed() const { return interpolated_mixed_; }
 
  private:
-  bool interpolate_into(const std::vector<int>& family, double context, StepTiming& out) const;
+  bool interpolate_into(const std::vector<int>& family, double context_sum, double context_max, StepTiming& out) const;
   StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
   bool from_mixed_family(const std::vector<int>& family, double tokens, StepTiming& out) const;
 
