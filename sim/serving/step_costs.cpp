@@ -132,8 +132,8 @@ constexpr double kDecodeShareBuckets = 25;
 
 // A mixed step's tokens (decode and prompt chunks) and its family: the steps it is interpolated
 // from along those tokens — chunks, emitting chunks and groups holding chunks exactly, how
-// unevenly those groups hold them and the decode sequences' context (4 buckets per octave), the
-// octave of the chunks' context, and the decode sequences' share of the tokens (in all, and in
+// unevenly those groups hold them (4 buckets per octave), the octave of the decode sequences'
+// context and of the chunks' context, and the decode sequences' share of the tokens (in all, and in
 // the groups holding chunks).
 struct Mixed {
   double tokens = 0;
@@ -169,7 +169,7 @@ Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
   auto share = [&](double d) { return static_cast<int>(kDecodeShareBuckets * d / (d + chunk_tokens)); };
   const double imbalance = chunk_max * groups / chunk_tokens;  // largest chunk group ÷ their mean
   return {chunk_tokens + dec,
-          {chunks, emits, groups, quarter(imbalance), octave(chunk_ctx), share(dec), share(dec_beside), quarter(dec_ctx),
+          {chunks, emits, groups, quarter(imbalance), octave(chunk_ctx), share(dec), share(dec_beside), octave(dec_ctx),
            cost_class}};
 }
 

@@ -17,8 +17,8 @@
 // step's routing sample decided — is the family's mean. A step that mixes
 // decode tokens with prompt chunks (about one per arriving request, and the costliest to execute)
 // of a new shape is timed from the executed mixed steps of its family — the same chunks, emitting
-// chunks and groups holding them, their unevenness over those groups and the decode context (4
-// buckets per octave), the octave of the chunks' context, and the decode sequences' share of the
+// chunks and groups holding them, their unevenness over those groups (4 buckets per octave), the
+// octave of the decode context and of the chunks' context, and the decode sequences' share of the
 // tokens (25 buckets) — along its tokens in all: a step with as many tokens, or the line through
 // the two bracketing it at most 1.5× apart. Every other step is
 // executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
