@@ -178,3 +178,40 @@ TEST_CASE("step costs: a mixed step is interpolated along its tokens between two
   CHECK(executed == 8);
   CHECK(off.interpolated_mixed() == 0);
 }
+
+TEST_CASE("step costs: a mixed step's attention is interpolated in attention work, the rest in tokens") {
+  // A fresh chunk's attention grows with the square of its length: the line in tokens through
+  // steps of 1,010 and 1,410 tokens would put a 1,210-token step's attention 2.7% high.
+  auto work = [](const ReplicaBatch& b) {
+    double w = 0;
+    for (const auto& g : b.groups)
+      for (const auto& x : g) w += x.new_tokens * (x.context + (x.new_tokens + 1) / 2.0);
+    return w;
+  };
+  auto timed = [&](const ReplicaBatch& b) {
+    StepTiming t;
+    t.critical[kAttn] = 1e-9 * work(b);
+    t.busy[kAttn] = t.critical[kAttn];
+    t.critical[kExperts] = 1e-5 * b.tokens();
+    t.makespan = t.critical[kAttn] + t.critical[kExperts];
+    t.stage_time = {t.makespan};
+    return t;
+  };
+  StepCache cache;
+  StepCosts costs(12, false, true, 0, cache);
+  int executed = 0;
+  auto run = [&](const ReplicaBatch& b) {
+    return costs.timing(b, [&] {
+      ++executed;
+      return timed(b);
+    });
+  };
+  run(mixed_batch(10, 1000, 1000));
+  run(mixed_batch(10, 1000, 1400));
+  const ReplicaBatch mid = mixed_batch(10, 1000, 1200);
+  const StepTiming t = run(mid);
+  REQUIRE(executed == 2);
+  CHECK(t.critical[kAttn] / timed(mid).critical[kAttn] == doctest::Approx(1.0));
+  CHECK(t.busy[kAttn] / timed(mid).busy[kAttn] == doctest::Approx(1.0));
+  CHECK(t.makespan / timed(mid).makespan == doctest::Approx(1.0));
+}

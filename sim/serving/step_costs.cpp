@@ -136,16 +136,18 @@ constexpr double kDecodeShareBuckets = 25;
 // context and of the chunks' context, and the decode sequences' share of the tokens (in all, and in
 // the groups holding chunks).
 struct Mixed {
-  double tokens = 0;
+  CostAnchor at;  // tokens and attention work (no timing)
   std::vector<int> family;
 };
 
 Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
   double chunk_tokens = 0, chunk_ctx = 0, chunk_max = 0, dec = 0, dec_beside = 0, dec_ctx = 0;
+  double work_beside = 0, work_all = 0;
   int chunks = 0, emits = 0, groups = 0;
   for (const auto& g : batch.groups) {
-    double pf = 0, d = 0;
+    double pf = 0, d = 0, work = 0;
     for (const auto& w : g) {
+      work += w.new_tokens * (w.context + (w.new_tokens + 1) / 2.0);  // as the attention's flops
       if (is_decode(w)) {
         d += 1;
         dec_ctx += w.context;
@@ -159,16 +161,18 @@ Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
     chunk_tokens += pf;
     chunk_max = std::max(chunk_max, pf);
     dec += d;
+    work_all += work;
     if (pf > 0) {
       ++groups;
       dec_beside += d;
+      work_beside += work;
     }
   }
   auto octave = [](double x) { return x < 1 ? -1 : static_cast<int>(std::log2(x)); };
   auto quarter = [](double x) { return x < 1 ? -1 : static_cast<int>(4 * std::log2(x)); };
   auto share = [&](double d) { return static_cast<int>(kDecodeShareBuckets * d / (d + chunk_tokens)); };
   const double imbalance = chunk_max * groups / chunk_tokens;  // largest chunk group ÷ their mean
-  return {chunk_tokens + dec,
+  return {CostAnchor{chunk_tokens + dec, work_beside, work_all, {}},
           {chunks, emits, groups, quarter(imbalance), octave(chunk_ctx), share(dec), share(dec_beside), octave(dec_ctx),
            cost_class}};
 }
@@ -217,35 +221,51 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
 
 // A mixed step: from its family's executed steps, or executed and added to them.
 StepTiming StepCosts::mixed(const ReplicaBatch& batch, std::vector<int> k, const std::function<StepTiming()>& execute) {
-  const Mixed mx = mixed_of(batch, cost_class_);
+  Mixed mx = mixed_of(batch, cost_class_);
   StepTiming t;
-  if (from_mixed_family(mx.family, mx.tokens, t)) {
+  if (from_mixed_family(mx.family, mx.at, t)) {
     ++interpolated_mixed_;
   } else {
     t = execute();
     auto& v = cache_.mixed[mx.family];
-    v.insert(std::lower_bound(v.begin(), v.end(), mx.tokens, [](const CostAnchor& a, double x) { return a.at < x; }),
-             CostAnchor{mx.tokens, t});
+    mx.at.timing = t;
+    v.insert(std::lower_bound(v.begin(), v.end(), mx.at.at, [](const CostAnchor& a, double x) { return a.at < x; }), mx.at);
   }
   cache_.by_shape.emplace(std::move(k), t);
   return t;
 }
 
-// The timing of `family` at `tokens`: an executed step with those tokens, or the line through the
-// two bracketing them when they are at most kTokenSpan apart. Never the nearest step of the same
-// shape bucket: a serving run's batches grow, so the step executed first in a bucket is mostly
-// the smaller one, and reusing it biased TPOT low by 1.5% on the MLPerf Server rows.
-bool StepCosts::from_mixed_family(const std::vector<int>& family, double tokens, StepTiming& out) const {
+// The timing of `family` at `x`'s tokens: an executed step with those tokens, or the line through
+// the two bracketing them when they are at most kTokenSpan apart. Never the nearest step of the
+// same shape bucket: a serving run's batches grow, so the step executed first in a bucket is
+// mostly the smaller one, and reusing it biased TPOT low by 1.5% on the MLPerf Server rows. The
+// attention is the line in attention work, not tokens: a fresh chunk's attention grows with the
+// square of its length, and a line in tokens overestimated wide-EP mixed steps by 2.2% on average.
+bool StepCosts::from_mixed_family(const std::vector<int>& family, const CostAnchor& x, StepTiming& out) const {
   auto f = cache_.mixed.find(family);
   if (f == cache_.mixed.end()) return false;
   const auto& v = f->second;
-  auto at = std::lower_bound(v.begin(), v.end(), tokens, [](const CostAnchor& a, double x) { return a.at < x; });
-  if (at != v.end() && at->at == tokens) {
+  auto at = std::lower_bound(v.begin(), v.end(), x.at, [](const CostAnchor& a, double t) { return a.at < t; });
+  if (at != v.end() && at->at == x.at) {
     out = at->timing;
     return true;
   }
   if (at == v.begin() || at == v.end() || at->at > kTokenSpan * (at - 1)->at) return false;
-  out = blend((at - 1)->timing, at->timing, (tokens - (at - 1)->at) / (at->at - (at - 1)->at));
+  const CostAnchor &lo = *(at - 1), &hi = *at;
+  out = blend(lo.timing, hi.timing, (x.at - lo.at) / (hi.at - lo.at));
+  auto along = [](double w, double w_lo, double w_hi, double y_lo, double y_hi, double fallback) {
+    const double u = w_hi != w_lo ? (w - w_lo) / (w_hi - w_lo) : fallback;
+    return std::max(0.0, y_lo + u * (y_hi - y_lo));
+  };
+  constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
+  const double u = (x.at - lo.at) / (hi.at - lo.at);
+  const double crit = along(x.work_beside, lo.work_beside, hi.work_beside, lo.timing.critical[attn], hi.timing.critical[attn], u);
+  const double before = out.makespan;
+  out.makespan += crit - out.critical[attn];
+  out.critical[attn] = crit;
+  out.busy[attn] = along(x.work_all, lo.work_all, hi.work_all, lo.timing.busy[attn], hi.timing.busy[attn], u);
+  if (!(out.makespan > 0) || !(before > 0)) return false;
+  for (double& st : out.stage_time) st *= out.makespan / before;
   return true;
 }
 

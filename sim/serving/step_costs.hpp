@@ -18,10 +18,10 @@
 // decode tokens with prompt chunks (about one per arriving request, and the costliest to execute)
 // of a new shape is timed from the executed mixed steps of its family — the same chunks, emitting
 // chunks and groups holding them, their unevenness over those groups (4 buckets per octave), the
-// octave of the decode context and of the chunks' context, and the decode sequences' share of the
-// tokens (25 buckets) — along its tokens in all: a step with as many tokens, or the line through
-// the two bracketing it at most 1.5× apart. Every other step is
-// executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
+// octave of the decode context and of the chunks' context, and the decode sequences' share of
+// the tokens (25 buckets) — along its tokens in all: a step with as many tokens, or the line
+// through the two bracketing it at most 1.5× apart, its attention on the same two steps' line in
+// attention work (a fresh chunk's grows as its square). Every other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
 // synchronised (serve() runs replicas one after the other).
 #pragma once
 
@@ -35,10 +35,12 @@ namespace shardsim {
 
 struct ReplicaBatch;
 
-// An executed step of a family, at its place along the family's axis (a mixed step's tokens),
-// and its timing.
+// An executed mixed step of a family, at its place along the family's axis (its tokens), its
+// attention work (Σ new tokens × (context + half of them), over the sequences of the groups
+// holding chunks, and over all) and its timing.
 struct CostAnchor {
   double at = 0;
+  double work_beside = 0, work_all = 0;
   StepTiming timing;
 };
 
@@ -79,7 +81,7 @@ class StepCosts {
  private:
   bool interpolate_into(const std::vector<int>& family, double context_sum, double context_max, StepTiming& out) const;
   StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
-  bool from_mixed_family(const std::vector<int>& family, double tokens, StepTiming& out) const;
+  bool from_mixed_family(const std::vector<int>& family, const CostAnchor& at, StepTiming& out) const;
 
   int b_;
   bool interpolate_;
