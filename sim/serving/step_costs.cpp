@@ -123,7 +123,7 @@ void add_to_family(CostFamily& f, double context_sum, double context_max, const 
 
 bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
 
-constexpr double kTokenSpan = 1.5;  // two executed mixed steps this close (ratio of tokens) interpolate
+constexpr double kTokenSpan = 2.0;  // two executed mixed steps this close (ratio of tokens) interpolate
 // The decode sequences' share of a mixed step's tokens, in this many equal buckets. A step's
 // GEMMs, experts and collectives depend on its tokens in all, so a mixed step is interpolated
 // along them; how they split between decode and prompt changes the attention only, by about the

@@ -20,7 +20,7 @@
 // chunks and groups holding them, their unevenness over those groups (4 buckets per octave), the
 // octave of the decode context and of the chunks' context, and the decode sequences' share of
 // the tokens (25 buckets) — along its tokens in all: a step with as many tokens, or the line
-// through the two bracketing it at most 1.5× apart, its attention on the same two steps' line in
+// through the two bracketing it at most 2× apart, its attention on the same two steps' line in
 // attention work (a fresh chunk's grows as its square). Every other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
 // synchronised (serve() runs replicas one after the other).
 #pragma once
