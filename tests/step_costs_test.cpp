@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "sim/serving/step_costs.hpp"
 #include "sim/step/lowering.hpp"
@@ -78,16 +79,17 @@ TEST_CASE("step costs: a decode step is interpolated from three executed ones: a
 }
 
 TEST_CASE("step costs: attention-DP decode steps read the critical attention off the longest group, per-GPU off the sum") {
-  // Four groups of one sequence each: the critical path runs through the longest context, the
-  // per-GPU attention through all of them, and how unevenly they are spread no longer splits the family.
-  auto spread = [](std::array<int, 4> ctx) {
+  // Up to four groups of one sequence each: the critical path runs through the longest context,
+  // whatever the other groups hold, and the per-GPU attention through all of them; how unevenly
+  // they are spread does not split a family, and a batch of another size reads the same line.
+  auto spread = [](std::vector<int> ctx) {
     ReplicaBatch b;
     b.groups.resize(4);
-    for (std::size_t g = 0; g < 4; ++g)
+    for (std::size_t g = 0; g < ctx.size(); ++g)
       b.groups[g].push_back(SeqWork{static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(ctx[g]), 1, ctx[g], true});
     return b;
   };
-  auto timed = [](std::array<int, 4> ctx) {
+  auto timed = [](std::vector<int> ctx) {
     double sum = 0, mx = 0;
     for (int c : ctx) {
       sum += c;
@@ -96,15 +98,15 @@ TEST_CASE("step costs: attention-DP decode steps read the critical attention off
     StepTiming t;
     t.critical[kAttn] = 1e-3 + 4e-9 * mx;
     t.busy[kAttn] = 1e-3 + 1e-9 * sum;
-    t.critical[kExperts] = 5e-3;
-    t.makespan = t.critical[kAttn] + 5e-3;
+    t.critical[kExperts] = 1e-3 * static_cast<double>(ctx.size());
+    t.makespan = t.critical[kAttn] + t.critical[kExperts];
     t.stage_time = {t.makespan};
     return t;
   };
   StepCache cache;
   StepCosts costs(12, true, true, 0, cache);
   int executed = 0;
-  auto run = [&](std::array<int, 4> ctx) {
+  auto run = [&](std::vector<int> ctx) {
     return costs.timing(spread(ctx), [&] {
       ++executed;
       return timed(ctx);
@@ -114,12 +116,25 @@ TEST_CASE("step costs: attention-DP decode steps read the critical attention off
   run({400, 400, 400, 1300});  // 2.1
   run({600, 600, 600, 1700});  // 1.9
   REQUIRE(executed == 3);
-  const std::array<int, 4> uneven = {100, 200, 300, 1500};  // imbalance 2.9: more uneven than any executed
+  const std::vector<int> uneven = {100, 200, 300, 1500};  // imbalance 2.9: more uneven than any executed
   const StepTiming t = run(uneven);
   CHECK(executed == 3);
   CHECK(t.critical[kAttn] == doctest::Approx(timed(uneven).critical[kAttn]));
   CHECK(t.busy[kAttn] == doctest::Approx(timed(uneven).busy[kAttn]));
   CHECK(t.makespan == doctest::Approx(timed(uneven).makespan));
+  // Three sequences: a family of its own (its routing-decided rest), whose three executed steps
+  // span 1,000–1,200 tokens of longest context (too close to reach 1,500 on their own); at 1,500
+  // its critical attention comes off the line the four-sequence steps drew.
+  run({300, 300, 1000});
+  run({300, 300, 1100});
+  run({300, 300, 1200});
+  REQUIRE(executed == 6);
+  const std::vector<int> three = {300, 300, 1500};
+  const StepTiming u = run(three);
+  CHECK(executed == 6);
+  CHECK(u.critical[kAttn] == doctest::Approx(timed(three).critical[kAttn]));
+  CHECK(u.critical[kExperts] == doctest::Approx(timed(three).critical[kExperts]));
+  CHECK(u.makespan == doctest::Approx(timed(three).makespan));
 }
 
 TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, interpolation can be switched off") {

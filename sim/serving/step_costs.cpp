@@ -112,13 +112,16 @@ void add_point(CostLine& pts, double x, double y) {
   if (at == pts.end() || at->first != x) pts.insert(at, {x, y});
 }
 
-// An executed decode step joins its family: its attention on both lines, its timing the mean.
-void add_to_family(CostFamily& f, double context_sum, double context_max, const StepTiming& t) {
+// An executed decode step joins its family (its attention per GPU, the mean) and the line of its
+// critical attention.
+void add_to_family(CostFamily& f, CostLine& longest, double context_sum, double context_max, const StepTiming& t) {
   constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
-  add_point(f.critical, context_max, t.critical[attn]);
+  add_point(longest, context_max, t.critical[attn]);
   add_point(f.busy, context_sum, t.busy[attn]);
   ++f.count;
-  f.mean = f.count == 1 ? t : blend(f.mean, t, 1.0 / static_cast<double>(f.count));  // running mean
+  const double w = 1.0 / static_cast<double>(f.count);
+  f.mean = f.count == 1 ? t : blend(f.mean, t, w);  // running means
+  f.mean_context += w * (context_sum - f.mean_context);
 }
 
 bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
@@ -202,11 +205,12 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
     auto hit = cache_.by_shape.find(k);
     if (hit != cache_.by_shape.end()) return hit->second;
   }
-  std::vector<int> family;
+  std::vector<int> family, line;
   if (interpolate_ && s.decode_only()) {
     family = {bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_), cost_class_};
+    line = {bucket(s.maxs[0], b_), cost_class_};
     StepTiming t;
-    if (!fresh && interpolate_into(family, s.sums[2], s.maxs[2], t)) {
+    if (!fresh && interpolate_into(family, line, s.sums[2], s.maxs[2], t)) {
       ++interpolated_;
       cache_.by_shape.emplace(std::move(k), t);
       return t;
@@ -214,7 +218,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   }
   if (interpolate_mixed_ && !fresh && s.sums[0] > 0 && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
   StepTiming t = execute();
-  if (!family.empty()) add_to_family(cache_.families[family], s.sums[2], s.maxs[2], t);
+  if (!family.empty()) add_to_family(cache_.families[family], cache_.longest[line], s.sums[2], s.maxs[2], t);
   cache_.by_shape.emplace(std::move(k), t);
   return t;
 }
@@ -270,16 +274,22 @@ bool StepCosts::from_mixed_family(const std::vector<int>& family, const CostAnch
 }
 
 // The decode family's timing at this context: the rest of the family's mean, with its attention
-// read off the family's two lines (see the header).
-bool StepCosts::interpolate_into(const std::vector<int>& family, double context_sum, double context_max,
-                                 StepTiming& out) const {
+// read off the lines (see the header). Per GPU, without two executed steps of the family far
+// enough apart, the family's mean scaled by the context.
+bool StepCosts::interpolate_into(const std::vector<int>& family, const std::vector<int>& line, double context_sum,
+                                 double context_max, StepTiming& out) const {
   auto f = cache_.families.find(family);
-  if (f == cache_.families.end() || f->second.count < static_cast<long>(kMinAnchors) || context_sum <= 0) return false;
-  double crit = 0, busy = 0;
-  if (!line_at(f->second.critical, context_max, crit) || !line_at(f->second.busy, context_sum, busy)) return false;
-  if (crit < 0 || busy < 0) return false;
+  auto l = cache_.longest.find(line);
+  if (f == cache_.families.end() || l == cache_.longest.end() || f->second.count < static_cast<long>(kMinAnchors) ||
+      context_sum <= 0)
+    return false;
   constexpr auto attn = static_cast<std::size_t>(OpClass::Attention);
-  out = f->second.mean;
+  const CostFamily& fam = f->second;
+  double crit = 0, busy = 0;
+  if (!line_at(l->second, context_max, crit) || crit < 0) return false;
+  if (!line_at(fam.busy, context_sum, busy) || busy < 0)
+    busy = fam.mean_context > 0 ? fam.mean.busy[attn] * context_sum / fam.mean_context : fam.mean.busy[attn];
+  out = fam.mean;
   const double before = out.makespan;
   out.makespan += crit - out.critical[attn];
   out.critical[attn] = crit;

@@ -9,8 +9,10 @@
 // timing. A decode-only step of a new shape is timed from the executed steps of its family — the
 // same bucketed decode tokens, largest group's decode tokens and emitted tokens — once the family
 // has three: a decode step's context enters its cost only through the attention's KV reads,
-// linear in the context (sim/step/compute_cost.hpp). The attention on its critical path is the
-// line, in the largest group's context, through the two executed steps nearest it (bracketing it
+// linear in the context (sim/step/compute_cost.hpp). The attention on its critical path — the
+// longest group's, which does not depend on the other groups — is the line, in the longest
+// group's context, through the two executed decode steps with as many tokens in their largest
+// group (of any batch size) nearest it (bracketing it
 // within an octave, or both on one side at least 25% apart and it within an octave of the
 // nearer, or the family's ends when it is within a quarter of their span beyond them); its
 // attention per GPU the same line in the context in all; and the rest — what each
@@ -47,17 +49,22 @@ struct CostAnchor {
 // Points (x, y) sorted by x: one of the lines a family's attention is read from.
 using CostLine = std::vector<std::pair<double, double>>;
 
-// The executed decode-only steps of one family: their attention on the critical path against the
-// largest group's context, their attention per GPU against the context in all, and their mean timing.
+// The executed decode-only steps of one family: their attention per GPU against the context in
+// all, their mean timing and mean context. (Their critical attention joins the line of all decode
+// steps with as many tokens in their largest group: StepCache::longest.)
 struct CostFamily {
-  CostLine critical, busy;
+  CostLine busy;
   StepTiming mean;
+  double mean_context = 0;
   long count = 0;
 };
 
 struct StepCache {
   std::map<std::vector<int>, StepTiming> by_shape;   // bucketed shape (+ cost class) → timing
   std::map<std::vector<int>, CostFamily> families;   // decode family → its executed steps
+  // (bucketed decode tokens of the largest group, cost class) → critical attention of executed
+  // decode steps against the longest group's context, whatever the batch's size
+  std::map<std::vector<int>, CostLine> longest;
   std::map<std::vector<int>, std::vector<CostAnchor>> mixed;  // mixed family → its executed steps, by tokens
 };
 
@@ -79,7 +86,8 @@ class StepCosts {
   long interpolated_mixed() const { return interpolated_mixed_; }
 
  private:
-  bool interpolate_into(const std::vector<int>& family, double context_sum, double context_max, StepTiming& out) const;
+  bool interpolate_into(const std::vector<int>& family, const std::vector<int>& line, double context_sum,
+                        double context_max, StepTiming& out) const;
   StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
   bool from_mixed_family(const std::vector<int>& family, const CostAnchor& at, StepTiming& out) const;
 
