@@ -3,12 +3,9 @@
 // layers, routing of listed layers, cost classes of replicas.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +15,7 @@
 #include "sim/simgrid/wire.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "sim/step/lowering.hpp"
+#include "tests/fast_path_cases.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"
@@ -27,30 +25,11 @@ using namespace shardsim;
 
 namespace {
 
-struct Case {
-  std::string model, cluster, plan, trace, routing;
-  bool offline = false;
-};
+using Case = ReferenceCase;
 
-struct Outcome {
-  ServingResult result;
-  Metrics metrics;
-};
+using Outcome = ReferenceOutcome;
 
-Outcome score(const Case& k, const ServingOptions& base) {
-  ModelSpec m = load_model(k.model);
-  Cluster c = load_cluster(k.cluster);
-  Plan p = plan_from_string(k.plan, c.num_gpus(), plan_defaults(m));
-  RequestTrace t = load_request_trace(k.trace);
-  std::unique_ptr<RoutingSource> routing;
-  if (m.is_moe()) routing = make_routing(k.routing, m.routing_shape());
-  AnalyticExecutor ex(c);
-  ServingOptions o = base;
-  o.offline = k.offline;
-  Outcome out{serve(p, m, c, t, routing.get(), ex, o), {}};
-  out.metrics = summarize(out.result, o, c.num_gpus());
-  return out;
-}
+Outcome score(const Case& k, const ServingOptions& base) { return score_reference(k, base); }
 
 ServingOptions exact_options() {
   ServingOptions o;
@@ -97,27 +76,9 @@ TEST_CASE("fast path: fast-forward replays exactly what the memoised loop comput
 }
 
 TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and close on TTFT") {
-  // The reference set: dense and MoE; TP, PP, EP, attention-DP; uniform, skewed and default
-  // synthetic routing, a routing-trace file; offline and arrival-paced.
-  // A routing-trace file: 40 requests × 64 tokens of skewed routing (positions beyond wrap around).
-  ModelSpec mixtral = load_model("mixtral-8x7b");
-  auto skewed = make_routing("synthetic:zipf=1.2,seed=11", mixtral.routing_shape());
-  std::vector<std::uint32_t> counts(40, 64);
-  std::string ssrt = (std::filesystem::temp_directory_path() / ("shardsim-fast-path-" + std::to_string(::getpid()) + ".ssrt")).string();
-  {
-    std::ofstream f(ssrt, std::ios::binary);
-    f << encode_routing_trace(*skewed, counts);
-  }
-  const std::vector<Case> cases = {
-      {"llama3-70b", "dgx-h100:1", "tp=4,dp=2", "synthetic:n=150,seed=7", "", false},
-      {"llama3-70b", "dgx-h100:1", "tp=2,pp=2,dp=2", "synthetic:n=150,seed=7", "", true},
-      {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=150,seed=8", "uniform", false},
-      {"mixtral-8x7b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=150,seed=8", "synthetic:zipf=1.4,seed=3", true},
-      {"mixtral-8x7b", "dgx-h100:1", "tp=4,pp=2", "synthetic:n=150,seed=8", "synthetic:seed=5", false},
-      {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", "synthetic:n=150,seed=8", ssrt, true},
-      // Long enough for mixed steps to be interpolated along tokens (MLPerf-like lengths, offline).
-      {"llama2-70b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=1000,prompt=lognormal:222:0.6,output=lognormal:290:0.5", "", true},
-  };
+  // The reference set's small cases (tests/fast_path_cases.hpp).
+  const std::string ssrt = write_reference_routing_file("fast-path");
+  const std::vector<Case> cases = guard_cases(ssrt);
   long mixed = 0;
   for (const auto& k : cases) {
     CAPTURE(k.plan);

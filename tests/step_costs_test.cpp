@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "sim/serving/step_costs.hpp"
@@ -43,6 +44,30 @@ StepTiming step(double context_sum, double expert_sample) {
   t.stage_time = {t.makespan};
   return t;
 }
+
+// A step of critical attention `crit`, per-GPU attention `busy` and expert time `experts`.
+StepTiming parts(double crit, double busy, double experts) {
+  StepTiming t;
+  t.critical[kAttn] = crit;
+  t.busy[kAttn] = busy;
+  t.critical[kExperts] = experts;
+  t.makespan = crit + experts;
+  t.stage_time = {t.makespan};
+  return t;
+}
+
+// Times batches through `costs`, executing with `timed` and counting the executions.
+struct Counted {
+  StepCosts& costs;
+  std::function<StepTiming(const ReplicaBatch&)> timed;
+  int executed = 0;
+  StepTiming operator()(const ReplicaBatch& b) {
+    return costs.timing(b, [&] {
+      ++executed;
+      return timed(b);
+    });
+  }
+};
 
 }  // namespace
 
@@ -95,13 +120,7 @@ TEST_CASE("step costs: attention-DP decode steps read the critical attention off
       sum += c;
       mx = std::max(mx, static_cast<double>(c));
     }
-    StepTiming t;
-    t.critical[kAttn] = 1e-3 + 4e-9 * mx;
-    t.busy[kAttn] = 1e-3 + 1e-9 * sum;
-    t.critical[kExperts] = 1e-3 * static_cast<double>(ctx.size());
-    t.makespan = t.critical[kAttn] + t.critical[kExperts];
-    t.stage_time = {t.makespan};
-    return t;
+    return parts(1e-3 + 4e-9 * mx, 1e-3 + 1e-9 * sum, 1e-3 * static_cast<double>(ctx.size()));
   };
   StepCache cache;
   StepCosts costs(12, true, true, 0, cache);
@@ -161,13 +180,9 @@ TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, inte
 TEST_CASE("step costs: a mixed step is interpolated along its tokens between two executed steps of its family") {
   StepCache cache;
   StepCosts costs(12, false, true, 0, cache);
-  int executed = 0;
-  auto run = [&](const ReplicaBatch& b) {
-    return costs.timing(b, [&] {
-      ++executed;
-      return step(0, 1e-5 * b.tokens());  // cost linear in the tokens: interpolation is exact
-    });
-  };
+  // Cost linear in the tokens: interpolation is exact.
+  Counted run{costs, [](const ReplicaBatch& b) { return step(0, 1e-5 * b.tokens()); }};
+  int& executed = run.executed;
   run(mixed_batch(40, 1000, 1000));
   run(mixed_batch(44, 1000, 1300));  // same decode share (25 buckets), decode context within a quarter octave
   CHECK(executed == 2);
@@ -203,24 +218,11 @@ TEST_CASE("step costs: a mixed step's attention is interpolated in attention wor
       for (const auto& x : g) w += x.new_tokens * (x.context + (x.new_tokens + 1) / 2.0);
     return w;
   };
-  auto timed = [&](const ReplicaBatch& b) {
-    StepTiming t;
-    t.critical[kAttn] = 1e-9 * work(b);
-    t.busy[kAttn] = t.critical[kAttn];
-    t.critical[kExperts] = 1e-5 * b.tokens();
-    t.makespan = t.critical[kAttn] + t.critical[kExperts];
-    t.stage_time = {t.makespan};
-    return t;
-  };
+  auto timed = [&](const ReplicaBatch& b) { return parts(1e-9 * work(b), 1e-9 * work(b), 1e-5 * b.tokens()); };
   StepCache cache;
   StepCosts costs(12, false, true, 0, cache);
-  int executed = 0;
-  auto run = [&](const ReplicaBatch& b) {
-    return costs.timing(b, [&] {
-      ++executed;
-      return timed(b);
-    });
-  };
+  Counted run{costs, timed};
+  const int& executed = run.executed;
   run(mixed_batch(10, 1000, 1000));
   run(mixed_batch(10, 1000, 1400));
   const ReplicaBatch mid = mixed_batch(10, 1000, 1200);
