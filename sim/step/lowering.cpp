@@ -213,13 +213,61 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
   lower_whole(batch, prog);
 }
 
+// Core attention over each sequence's context (causal inside the new tokens): one paged decode
+// kernel for the decoding sequences, one prefill kernel for the prompt chunks, on each of `ranks`.
+template <class B>
+void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const {
+  const ModelSpec& m = model_;
+  const bool mla = m.attention == AttentionKind::MLA;
+  const double heads_local = m.heads / div_of(plan_.shard(Op::Qkv), plan_.deg.tp);
+  const double kv_elems = kv_elems_per_gpu(plan_, m);
+  const double ab = bytes_of(plan_.dtypes.activations), kvb = bytes_of(plan_.dtypes.kv);
+  double flops[2] = {0, 0}, bytes[2] = {0, 0}, kv_len[2] = {0, 0};
+  for (const auto& sq : seqs) {
+    double n = sq.new_tokens, c = sq.context;
+    int decode = n == 1 && c > 0 ? 1 : 0;
+    bool absorbed = mla && decode;
+    double dqk = mla ? (absorbed ? m.kv_lora_rank + m.qk_rope_head_dim : m.qk_nope_head_dim + m.qk_rope_head_dim)
+                     : m.head_dim;
+    double dv = mla ? (absorbed ? m.kv_lora_rank : m.v_head_dim) : m.head_dim;
+    double f = 2 * n * (c + (n + 1) / 2) * heads_local * (dqk + dv);
+    flops[decode] += f;
+    bytes[decode] += (c + 2 * n) * kv_elems * kvb + n * heads_local * (dqk + dv) * ab;
+    kv_len[decode] += f * (c + n);
+  }
+  for (int k : {1, 0}) {
+    if (flops[k] <= 0) continue;
+    ComputeKind kind = k ? ComputeKind::DecodeAttention : ComputeKind::PrefillAttention;
+    for (int r : ranks) b.compute(r, OpClass::Attention, layer, stage, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
+  }
+}
+
+void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) const {
+  const Degrees& d = plan_.deg;
+  prog.clear();
+  prog.rank_gpu = rank_gpu_;
+  Builder b(prog);
+  std::vector<int> ranks;
+  for (int s = 0; s < d.pp; ++s) {
+    const auto& layers = lowered_[static_cast<std::size_t>(s)];
+    if (layers.empty()) continue;
+    double weight = 0;
+    for (const LoweredLayer& x : layers) weight += x.weight;
+    b.set_weight(weight);
+    for (int a = 0; a < d.attn_dp && a < static_cast<int>(batch.groups.size()); ++a) {
+      ranks.clear();
+      for (int t = 0; t < d.tp; ++t) ranks.push_back(s * d.unit() + a * d.tp + t);
+      attention(b, layers.front().layer, s, ranks, batch.groups[static_cast<std::size_t>(a)]);
+    }
+  }
+}
+
 void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
   const ModelSpec& m = model_;
   const Degrees& d = plan_.deg;
   const int U = d.unit(), tp = d.tp, A = d.attn_dp;
   const double h = m.hidden;
-  const double ab = bytes_of(plan_.dtypes.activations), wb = bytes_of(plan_.dtypes.weights),
-               kvb = bytes_of(plan_.dtypes.kv);
+  const double ab = bytes_of(plan_.dtypes.activations), wb = bytes_of(plan_.dtypes.weights);
   const Dtype math = plan_.dtypes.math();
   const Lay R = d.sp > 1 ? Lay::Split : Lay::Full;  // residual-stream layout
 
@@ -297,13 +345,11 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
     }
   }
 
-  const double kv_elems = kv_elems_per_gpu(plan_, m);
   const LayerWeights dense_w = layer_weights_per_gpu(plan_, m, false);
   const LayerWeights moe_w = layer_weights_per_gpu(plan_, m, true);
   const bool mla = m.attention == AttentionKind::MLA;
   const double v_dim = mla ? m.v_head_dim : m.head_dim;
   const double o_local = static_cast<double>(m.heads) * v_dim * h / div_of(plan_.shard(Op::AttnOut), tp);
-  const double heads_local = m.heads / div_of(plan_.shard(Op::Qkv), tp);
   const Lay attn_layout = plan_.shard(Op::Qkv) == Shard::Replicate ? Lay::Full : Lay::Split;
   const double mm = m.ffn_matrices;
 
@@ -378,26 +424,7 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
         for (int r : ranks)
           b.compute(r, OpClass::QkvProj, l, s, 2 * T[a] * qkv_local, qkv_local * wb + T[a] * h * ab * 2, math,
                     ComputeKind::Gemm, T[a]);
-        // Core attention over each sequence's context (causal inside the new tokens): one paged
-        // decode kernel for the decoding sequences, one prefill kernel for the prompt chunks.
-        double flops[2] = {0, 0}, bytes[2] = {0, 0}, kv_len[2] = {0, 0};
-        for (const auto& sq : batch.groups[static_cast<std::size_t>(a)]) {
-          double n = sq.new_tokens, c = sq.context;
-          int decode = n == 1 && c > 0 ? 1 : 0;
-          bool absorbed = mla && decode;
-          double dqk = mla ? (absorbed ? m.kv_lora_rank + m.qk_rope_head_dim : m.qk_nope_head_dim + m.qk_rope_head_dim)
-                           : m.head_dim;
-          double dv = mla ? (absorbed ? m.kv_lora_rank : m.v_head_dim) : m.head_dim;
-          double f = 2 * n * (c + (n + 1) / 2) * heads_local * (dqk + dv);
-          flops[decode] += f;
-          bytes[decode] += (c + 2 * n) * kv_elems * kvb + n * heads_local * (dqk + dv) * ab;
-          kv_len[decode] += f * (c + n);
-        }
-        for (int k : {1, 0}) {
-          if (flops[k] <= 0) continue;
-          ComputeKind kind = k ? ComputeKind::DecodeAttention : ComputeKind::PrefillAttention;
-          for (int r : ranks) b.compute(r, OpClass::Attention, l, s, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
-        }
+        attention(b, l, s, ranks, batch.groups[static_cast<std::size_t>(a)]);
         Shard os = plan_.shard(Op::AttnOut);
         b.convert(attn_layout, need_of(os), tp_group[s][a], T[a], m.heads * v_dim, ab, OpClass::TpComm, l, s);
         for (int r : ranks)

@@ -82,6 +82,11 @@ class Lowering {
   StepProgram lower(const ReplicaBatch& batch) const;
   // The same into `out`, reusing its buffers (the serving loop lowers thousands of steps).
   void lower(const ReplicaBatch& batch, StepProgram& out) const;
+  // Only the core attention of `batch` — each group's kernels on its TP ranks, one per stage
+  // standing for all the stage's layers, nothing between them — into `out`: run by an executor,
+  // Σ stage_time is the attention on a step's critical path (the slowest group's, stage after
+  // stage) and busy[Attention] the attention per GPU, with no routing drawn.
+  void lower_attention(const ReplicaBatch& batch, StepProgram& out) const;
 
   const Plan& plan() const { return plan_; }
   int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
@@ -91,6 +96,8 @@ class Lowering {
 
  private:
   void lower_whole(const ReplicaBatch& batch, StepProgram& out) const;  // one micro-batch
+  template <class B>
+  void attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
 
   Plan plan_;
