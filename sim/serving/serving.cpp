@@ -108,7 +108,7 @@ class ReplicaSim {
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
-               *opt.step_cache) {
+               *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }) {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
     out_.breakdown.layers_lowered = lowered;
@@ -545,6 +545,16 @@ class ReplicaSim {
     for (int e = 0; e < engines_; ++e) materialize(e);
   }
 
+  // The batch's core attention as the executor prices it inside a step (StepCosts swaps it).
+  AttentionCost attention_cost(const ReplicaBatch& batch) {
+    lowering_.lower_attention(batch, attention_program_);
+    const StepTiming t = ex_.run(attention_program_);
+    AttentionCost a;
+    for (double st : t.stage_time) a.critical += st;
+    a.busy = t.busy[static_cast<std::size_t>(OpClass::Attention)];
+    return a;
+  }
+
   StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
     auto execute = [&] {
       (record && unfolded_ ? *unfolded_ : lowering_).lower(batch, program_);
@@ -638,6 +648,7 @@ class ReplicaSim {
   std::vector<Armed> armed_;   // per engine
   StepTiming last_timing_;     // the timing of the last step run normally, as the loop used it
   StepProgram program_;  // reused step after step
+  StepProgram attention_program_;  // attention_cost()'s, reused
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
 };
 

@@ -16,7 +16,8 @@
 // pp micro-batches in flight ("virtual engines"): a micro-batch enters stage s when stage s is
 // free, so steady-state throughput follows the slowest stage and the bubble is measured.
 // Scoring paths (ServingOptions): the fast path memoises steps by shape (replicas of one cost
-// class share the cache) and interpolates decode steps along context (sim/serving/step_costs.hpp),
+// class share the cache) and times new shapes from executed steps of their family with their own
+// attention (sim/serving/step_costs.hpp),
 // lowers folded layers and fast-forwards unchanging decode batches;
 // set_exact() lowers every step whole. Units: seconds. Thread-safety: serve() is pure given a thread-safe executor and routing.
 #pragma once
@@ -77,8 +78,8 @@ struct ServingOptions {
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
   // 0 lowers every layer. Timeline steps are never folded.
   int fold_moe_layers = 16;
-  // A decode-only step of a new shape is interpolated linearly in its context between two executed
-  // steps of the same decode batch (sim/serving/step_costs.hpp) instead of being executed.
+  // A decode-only step of a new shape is its family's mean over executed steps with its own
+  // attention (sim/serving/step_costs.hpp) instead of being executed.
   bool interpolate_context = true;
   // A step mixing decode tokens and prompt chunks of a new shape is interpolated along its tokens
   // between executed steps of its family (sim/serving/step_costs.hpp) instead of being executed.
@@ -148,7 +149,7 @@ struct ServingBreakdown {
   long steps = 0, prefill_tokens = 0, decode_tokens = 0;
   long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
   long forwarded_steps = 0;                       // of the memoised, replayed by fast-forward (no batch built)
-  long interpolated_steps = 0;                    // shapes timed by interpolation along context (none executed)
+  long interpolated_steps = 0;                    // decode shapes timed from their family (none executed)
   long interpolated_mixed_steps = 0;              // mixed shapes timed by interpolation along tokens
   int layers_lowered = 0, model_layers = 0;       // per replica: layers in a step program / in the model
   int peak_seqs = 0;                              // most sequences ever running in one attention group
