@@ -545,7 +545,9 @@ class ReplicaSim {
     for (int e = 0; e < engines_; ++e) materialize(e);
   }
 
-  // The batch's core attention as the executor prices it inside a step (StepCosts swaps it).
+  // The batch's core attention as the executor prices it inside a step (StepCosts swaps it). Only
+  // called when steps are interpolated, never on the full tier's exact SimGrid path (the
+  // program's kernels stand for whole stages, which SimgridExecutor refuses).
   AttentionCost attention_cost(const ReplicaBatch& batch) {
     lowering_.lower_attention(batch, attention_program_);
     const StepTiming t = ex_.run(attention_program_);
