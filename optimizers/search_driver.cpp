@@ -14,6 +14,7 @@
 #include <tbb/task_group.h>
 
 #include "common/input_error.hpp"
+#include "optimizers/scripted_optimizer.hpp"
 
 namespace shardsim {
 
@@ -70,8 +71,16 @@ class Driver {
     for (const auto& r : runs_) {
       const long budget = r.budget > 0 ? r.budget : settings_.budget;
       OptimizerContext ctx{&space_, r.seed, budget, settings_.portfolio, settings_.params};
-      opts_.push_back(std::make_unique<BudgetedOptimizer>(r.optimizer, make_optimizer(r.optimizer, ctx), space_, budget));
+      opts_.push_back(std::make_unique<BudgetedOptimizer>(r.optimizer, build(r, ctx), space_, budget));
     }
+  }
+
+  static std::unique_ptr<Optimizer> build(const SearchRun& r, const OptimizerContext& ctx) {
+    if (r.script.empty()) return make_optimizer(r.optimizer, ctx);
+    const auto names = optimizer_names();
+    if (std::find(names.begin(), names.end(), r.optimizer) != names.end())
+      throw InputError("optimizer", r.optimizer, "is a built-in optimizer's name: an outside optimizer needs another name");
+    return std::make_unique<ScriptedOptimizer>(r.script);
   }
 
   // A failing run stops the others at their next batch boundary, then the error propagates.

@@ -30,6 +30,8 @@ struct SearchRun {
   std::string optimizer;
   std::uint64_t seed = 1;
   long budget = 0;                   // 0 = the settings' budget
+  // Non-empty: an outside optimizer's run, these plans in order (optimizers/scripted_optimizer).
+  std::vector<Genes> script;
 };
 
 // Faults over evaluations: failed scores and SimGrid samples that failed and fell back.

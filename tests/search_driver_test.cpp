@@ -199,8 +199,8 @@ TEST_CASE("report statistics: intervals, success rates, and tests against the re
   DegreeWorld w("dgx-h100:2", 12);
   auto& [m, c, space, rules, eval, st] = w;
   std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(rules.size())}};
-  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"random", s, 0});
-  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"sa", s, 0});
+  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"random", s, 0, {}});
+  for (std::uint64_t s = 1; s <= 5; ++s) runs.push_back({"sa", s, 0, {}});
   OptimizerParams params;
   st.params = &params;
   SearchOutcome out = run_search(space, eval, runs, st);
@@ -253,4 +253,25 @@ TEST_CASE("report statistics: intervals, success rates, and tests against the re
   SearchReport again = summarize_search(out, rules, space, "random", 7);
   CHECK(again.optimizers[2].median_interval.lo == sa.median_interval.lo);
   CHECK(again.optimizers[2].median_interval.hi == sa.median_interval.hi);
+}
+
+TEST_CASE("driver: an outside optimizer's run (a script) is replayed like a built-in run, and may not take a built-in name") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2")));
+  PoolSpace space(m, *c, default_plan(m));
+  FakeEvaluator eval;
+  SearchSettings st;
+  st.budget = 12;
+  st.threads = 2;
+  // A random run's proposals, handed to a scripted run: the same plans give the same curve.
+  const SearchOutcome a = run_search(space, eval, {{"random", 4, 0, {}}}, st);
+  std::vector<Genes> script;
+  for (const auto& e : a.runs[0].history) script.push_back(e.genes);
+  script.resize(7);  // an outside run may stop short of its budget
+  const SearchOutcome b = run_search(space, eval, {{"my-method", 1, 0, script}}, st);
+  REQUIRE(b.runs.size() == 1);
+  CHECK(b.runs[0].evaluations == 7);
+  CHECK(b.runs[0].complete);
+  CHECK(b.runs[0].anytime == std::vector<double>(a.runs[0].anytime.begin(), a.runs[0].anytime.begin() + 7));
+  CHECK_THROWS_AS(run_search(space, eval, {{"ga", 1, 0, script}}, st), InputError);
 }

@@ -223,7 +223,7 @@ static void bench_search() {
   std::vector<SearchRun> runs;
   for (const auto& name : optimizer_names())
     if (name != "exhaustive" && name != "megatron")
-      for (std::uint64_t seed = 1; seed <= 2; ++seed) runs.push_back({name, seed, 0});
+      for (std::uint64_t seed = 1; seed <= 2; ++seed) runs.push_back({name, seed, 0, {}});
   std::printf("\nsearch driver: mixtral-8x7b on dgx-h100:2, 200 requests offline, analytic tier, %zu runs × %ld evaluations\n",
               runs.size(), st.budget);
   std::printf("%8s %10s %12s %12s %14s %10s\n", "threads", "wall s", "evaluations", "simulated", "simulated/s", "cache hit");

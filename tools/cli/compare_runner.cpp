@@ -159,8 +159,8 @@ void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   set_engine(base, p.engine, s.source);
   const std::unique_ptr<SearchSpace> space = make_search_space(L.model, *L.cluster, base, SpaceOptions{});
   const std::vector<RuleGenes> rules = portfolio_genes(*space);
-  const std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(std::max<std::size_t>(1, rules.size()))},
-                                       {p.choice.optimizer, s.seed, p.choice.budget}};
+  const std::vector<SearchRun> runs = {{"megatron", 1, static_cast<long>(std::max<std::size_t>(1, rules.size())), {}},
+                                       {p.choice.optimizer, s.seed, p.choice.budget, {}}};
   OptimizerParams params;
   SearchSettings st;
   st.budget = p.choice.budget;
