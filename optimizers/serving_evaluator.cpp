@@ -96,7 +96,7 @@ Score max_rate(const EvaluatorInputs& in, const ServingResult& r, const Metrics&
 
 }  // namespace
 
-Evaluation ServingEvaluator::evaluate_detailed(const Plan& plan) const {
+Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metrics) const {
   ServingOptions so = in_.serving;
   so.timeline_steps = 0;
   EvalFaults faults;
@@ -114,6 +114,7 @@ Evaluation ServingEvaluator::evaluate_detailed(const Plan& plan) const {
   };
   Metrics m;
   ServingResult r = run(*in_.trace, so, m);
+  if (metrics) *metrics = m;
   Score s = score_of(r, m, in_.objective);
   if (in_.objective == Objective::ThroughputTpot) s = within_tpot(s, m, in_.goal);
   if (in_.objective == Objective::MaxRate && s.feasible) s = max_rate(in_, r, m, so, run);

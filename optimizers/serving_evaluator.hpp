@@ -35,6 +35,7 @@ struct ModelSpec;
 class Cluster;
 struct RequestTrace;
 class RoutingSource;
+struct Metrics;
 
 enum class Objective { Throughput, Goodput, ThroughputTpot, MaxRate };
 
@@ -58,7 +59,11 @@ class ServingEvaluator : public Evaluator {
  public:
   explicit ServingEvaluator(EvaluatorInputs in);
   Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
-  Evaluation evaluate_detailed(const Plan& plan) const override;
+  Evaluation evaluate_detailed(const Plan& plan) const override { return evaluate_reporting(plan, nullptr); }
+  // The same, and the metrics of the plan's first serving run (the offline one for MaxRate) into
+  // `metrics` when not null: what the open evaluator (tools/cli/eval_problem) reports per plan.
+  Evaluation evaluate_reporting(const Plan& plan, Metrics* metrics) const;
+  const EvaluatorInputs& inputs() const { return in_; }
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
   std::string objective_unit() const override;
 

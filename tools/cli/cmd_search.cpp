@@ -48,6 +48,7 @@
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/run_program.hpp"
+#include "tools/cli/search_runs.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
 namespace shardsim::cli {
@@ -290,30 +291,6 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 
 // ---- the study ---------------------------------------------------------------------------
 
-struct SeedRange {
-  std::uint64_t first = 1, last = 3;
-};
-
-// "K" → 1..K, "A..B" → A..B (1 ≤ A ≤ B, at most 1,000 seeds).
-SeedRange parse_seeds(const std::string& text) {
-  SeedRange r;
-  std::int64_t a = 0, b = 0;
-  const auto dots = text.find("..");
-  const bool ok = dots == std::string::npos ? parse_int64(text, b) && (a = 1)
-                                            : parse_int64(text.substr(0, dots), a) && parse_int64(text.substr(dots + 2), b);
-  if (!ok || a < 1 || b < a || b - a >= 1000)
-    throw InputError("--seeds", text, "expected a count K (seeds 1..K) or a range A..B with 1 ≤ A ≤ B, at most 1,000 seeds");
-  r.first = static_cast<std::uint64_t>(a);
-  r.last = static_cast<std::uint64_t>(b);
-  return r;
-}
-
-// What results.json and the journal record: the count as a number (as studies always did), a range as text.
-json seeds_json(const std::string& text) {
-  const SeedRange r = parse_seeds(text);
-  return text.find("..") == std::string::npos ? json(r.last) : json(text);
-}
-
 void check_options(const SearchOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
@@ -327,23 +304,6 @@ void check_options(const SearchOptions& opt) {
   std::error_code ec;
   if (std::filesystem::exists(opt.out, ec) && !std::filesystem::is_directory(opt.out, ec))
     throw InputError(opt.out, "--out", "exists and is not a directory");
-}
-
-std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,
-                                 const SearchSpace& space, const SeedRange& seeds) {
-  std::vector<SearchRun> runs;
-  for (const auto& n : names) {
-    if (n == "megatron") {
-      runs.push_back({n, 1, static_cast<long>(std::max<std::size_t>(1, rules.size()))});
-    } else if (n == "exhaustive") {
-      // Its budget is the whole space; it refuses a space beyond exhaustive.limit itself.
-      const double size = space.canonical_size();
-      runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15))});
-    } else {
-      for (std::uint64_t s = seeds.first; s <= seeds.last; ++s) runs.push_back({n, s, 0});
-    }
-  }
-  return runs;
 }
 
 OptimizerParams make_params(const SearchOptions& opt, const std::vector<std::string>& names) {
@@ -387,17 +347,6 @@ long total_budget(const std::vector<SearchRun>& runs, long budget) {
 }
 
 std::string signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
-
-// The whole output set into a staging folder (plot included), then swapped in. True = plotted.
-bool write_outputs(const SearchOptions& opt, const json& inputs, const SearchReport& rep, const SearchOutcome& out,
-                   const SearchSpace& space, const std::string& unit, const std::string& md) {
-  OutputStaging staging(opt.out);
-  write_search_outputs(staging.dir(), inputs, rep, out, space, unit, md, opt.budget, opt.log_evals);
-  // The anytime plot, when gnuplot is there (no shell: --out may hold any character).
-  bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "anytime.gp"});
-  staging.publish();
-  return plotted;
-}
 
 // What a saved policy was trained on ("trained_on" of a policy file), or null.
 json trained_on_of(const std::string& policy_file) {
@@ -491,7 +440,7 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
                       " requests" + (so.offline ? " offline" : load_given(opt.in) ? "; " + describe_load(opt.in) : "") + ", " +
                       opt.fidelity + " fidelity";
   std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget) + warm_start_markdown(opt);
-  bool plotted = write_outputs(opt, inputs, rep, out, space, unit, md);
+  bool plotted = write_study_outputs(opt.out, inputs, rep, out, space, unit, md, opt.budget, opt.log_evals);
   write_policy(opt, out, inputs);
   print_done(opt, md, rep, plotted);
   if (sig == 0) return 0;

@@ -24,6 +24,7 @@
 #include "sim/step/schedule_summary.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/sim_inputs.hpp"
+#include "tools/cli/simulate_json.hpp"
 
 namespace shardsim::cli {
 
@@ -42,10 +43,7 @@ struct SimulateOptions {
 
 std::string (*const f)(const char*, double) = formatted;  // common/readable_number
 
-const char* kind_name(int k) {
-  static const char* names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send"};
-  return names[k];
-}
+const char* kind_name(int k) { return collective_kind_name(k); }
 
 // "summed over the 4 replicas' steps" (or "the replica's steps" when dp = 1).
 std::string over_replicas(int dp) {
@@ -282,20 +280,7 @@ void run(const SimulateOptions& opt) {
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
                opt.in.requests, opt.in.offline, opt.in.seed, load_to_json(opt.in)};
   if (!opt.json_out.empty()) {
-    json j = result_to_json(in, plan, r, m, so, wall);
-    json sl = json::object();
-    for (int k = 0; k < 5; ++k)
-      if (fr.ops[static_cast<std::size_t>(k)] > 0) sl[kind_name(k)] = fr.slowdown[static_cast<std::size_t>(k)];
-    j["fidelity"] = {{"tier", fr.tier},
-                     {"simgrid_steps", fr.sampled_steps},
-                     {"failed_evaluations", fr.failed},
-                     {"worker_restarts", fr.worker_restarts},
-                     {"step_ratio", {{"min", fr.ratio_min}, {"median", fr.ratio_median}, {"max", fr.ratio_max}}},
-                     {"collective_slowdown", sl},
-                     {"most_loaded_link_class",
-                      fr.most_loaded_class >= 0 ? to_string(static_cast<LinkClass>(fr.most_loaded_class)) : ""}};
-    j["provenance"]["fidelity"] = fr.tier;
-    j["provenance"]["simgrid_steps"] = fr.sampled_steps;
+    const json j = simulate_result_json(in, plan, r, m, so, wall, fr);
     write_file_atomically(opt.json_out, j.dump(2) + "\n");
   }
   if (!opt.timeline_out.empty()) {

@@ -1,0 +1,59 @@
+// tools/cli/search_runs.cpp — seeds, runs and the output set of a study.
+#include "tools/cli/search_runs.hpp"
+
+#include <algorithm>
+
+#include "common/input_error.hpp"
+#include "common/json_reader.hpp"
+#include "optimizers/study_dir.hpp"
+#include "tools/cli/run_program.hpp"
+#include "workloads/request_trace.hpp"
+
+namespace shardsim::cli {
+
+SeedRange parse_seeds(const std::string& text) {
+  SeedRange r;
+  std::int64_t a = 0, b = 0;
+  const auto dots = text.find("..");
+  const bool ok = dots == std::string::npos ? parse_int64(text, b) && (a = 1)
+                                            : parse_int64(text.substr(0, dots), a) && parse_int64(text.substr(dots + 2), b);
+  if (!ok || a < 1 || b < a || b - a >= 1000)
+    throw InputError("--seeds", text, "expected a count K (seeds 1..K) or a range A..B with 1 ≤ A ≤ B, at most 1,000 seeds");
+  r.first = static_cast<std::uint64_t>(a);
+  r.last = static_cast<std::uint64_t>(b);
+  return r;
+}
+
+json seeds_json(const std::string& text) {
+  const SeedRange r = parse_seeds(text);
+  return text.find("..") == std::string::npos ? json(r.last) : json(text);
+}
+
+std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,
+                                 const SearchSpace& space, const SeedRange& seeds) {
+  std::vector<SearchRun> runs;
+  for (const auto& n : names) {
+    if (n == "megatron") {
+      runs.push_back({n, 1, static_cast<long>(std::max<std::size_t>(1, rules.size())), {}});
+    } else if (n == "exhaustive") {
+      // Its budget is the whole space; it refuses a space beyond exhaustive.limit itself.
+      const double size = space.canonical_size();
+      runs.push_back({n, 1, static_cast<long>(std::min(size, 1e15)), {}});
+    } else {
+      for (std::uint64_t s = seeds.first; s <= seeds.last; ++s) runs.push_back({n, s, 0, {}});
+    }
+  }
+  return runs;
+}
+
+bool write_study_outputs(const std::string& out, const json& inputs, const SearchReport& rep, const SearchOutcome& outcome,
+                         const SearchSpace& space, const std::string& unit, const std::string& md, long budget, bool log_evals) {
+  OutputStaging staging(out);
+  write_search_outputs(staging.dir(), inputs, rep, outcome, space, unit, md, budget, log_evals);
+  // No shell: the folder's name may hold any character.
+  const bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "anytime.gp"});
+  staging.publish();
+  return plotted;
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,35 @@
+// tools/cli/search_runs.hpp — what `shardsim search` and the open evaluator's studies share: the
+// seeds a study runs, its runs per optimizer, and writing its output set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/search_driver.hpp"
+#include "optimizers/search_report.hpp"
+
+namespace shardsim::cli {
+
+struct SeedRange {
+  std::uint64_t first = 1, last = 3;
+};
+
+// "K" → 1..K, "A..B" → A..B (1 ≤ A ≤ B, at most 1,000 seeds); InputError("--seeds", text, …) otherwise.
+SeedRange parse_seeds(const std::string& text);
+// What results.json and the journal record: the count as a number (as studies always did), a range as text.
+json seeds_json(const std::string& text);
+
+// One run per seed of each optimizer; megatron and exhaustive (deterministic) run once, with the
+// portfolio's size and the space's size as their budgets.
+std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,
+                                 const SearchSpace& space, const SeedRange& seeds);
+
+// The whole output set into a staging folder beside `out` (the anytime plot included, when
+// gnuplot is there), then swapped in (optimizers/study_dir). True = plotted.
+bool write_study_outputs(const std::string& out, const json& inputs, const SearchReport& rep, const SearchOutcome& outcome,
+                         const SearchSpace& space, const std::string& unit, const std::string& md, long budget, bool log_evals);
+
+}  // namespace shardsim::cli
