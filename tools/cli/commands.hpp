@@ -19,5 +19,6 @@ void add_space_command(CLI::App& app);    // cmd_space.cpp    — the search spa
 void add_search_command(CLI::App& app);   // cmd_search.cpp   — optimizers at equal budgets, compared
 void add_sweep_command(CLI::App& app);    // cmd_sweep.cpp    — one plan under rising load; max load within an SLO
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp  — what-if scenarios side by side, and why they differ
+void add_serve_evaluator_command(CLI::App& app);  // cmd_serve_evaluator.cpp — ask/tell over JSON lines for outside optimizers
 
 }  // namespace shardsim::cli

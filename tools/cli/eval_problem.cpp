@@ -1,0 +1,319 @@
+// tools/cli/eval_problem.cpp — options through search's CLI11 options, plans in three forms, scores as JSON.
+#include "tools/cli/eval_problem.hpp"
+
+#include <chrono>
+
+#include <CLI/CLI.hpp>
+
+#include "common/input_error.hpp"
+#include "sim/plan/plan_check.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/simulate_json.hpp"
+
+namespace shardsim::cli {
+
+namespace {
+
+constexpr const char* kSource = "problem";
+
+void add_problem_options(CLI::App& app, ProblemOptions& o) {
+  add_sim_options(&app, o.in);
+  app.add_option("--fidelity", o.fidelity)->check(CLI::IsMember({"analytic", "simgrid", "full"}));
+  app.add_option("--objective", o.objective)->check(CLI::IsMember({"throughput", "goodput", "throughput-tpot", "max-rate"}));
+  app.add_option("--goal", o.goal);
+  app.add_option("--space", o.space);
+  app.add_option("--base", o.base);
+  app.add_option("--samples", o.samples)->check(CLI::Range(1, 100000));
+  app.add_flag("--online", o.online);
+}
+
+// A JSON value as the text of a command-line value.
+std::string arg_text(const std::string& key, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v.get<double>());
+    return buf;
+  }
+  throw InputError(kSource, "/" + key, "expected a string, a number or true/false, got " + std::string(v.type_name()));
+}
+
+}  // namespace
+
+ProblemOptions parse_problem_options(const json& options) {
+  if (!options.is_object()) throw InputError(kSource, "", "expected an object of search options, got " + std::string(options.type_name()));
+  ProblemOptions o;
+  o.in.requests = 300;  // as `shardsim search`
+  CLI::App app("problem");
+  add_problem_options(app, o);
+  std::vector<std::string> args = {"problem"};
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    const std::string name = "--" + it.key();
+    CLI::Option* opt = app.get_option_no_throw(name);
+    if (!opt || it.key() == "help") {
+      std::string known;
+      for (const CLI::Option* x : app.get_options())
+        if (x->get_name().rfind("--", 0) == 0 && x->get_name() != "--help") known += (known.empty() ? "" : ", ") + x->get_name().substr(2);
+      throw InputError(kSource, "/" + it.key(), "unknown option (expected one of: " + known + ")");
+    }
+    if (it->is_boolean()) {
+      if (opt->get_expected_min() != 0) throw InputError(kSource, "/" + it.key(), "expected a value, not true/false");
+      if (it->get<bool>()) args.push_back(name);
+      continue;
+    }
+    if (opt->get_expected_min() == 0) throw InputError(kSource, "/" + it.key(), "a switch: expected true or false");
+    args.push_back(name);
+    args.push_back(arg_text(it.key(), *it));
+  }
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    std::string field;
+    const std::string what = e.what();
+    for (auto it = options.begin(); it != options.end() && field.empty(); ++it)
+      if (what.find("--" + it.key()) != std::string::npos) field = "/" + it.key();
+    throw InputError(kSource, field, what);
+  }
+  if (o.objective == "max-rate" && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
+    throw InputError(kSource, "/objective", "max-rate chooses the rates itself: drop rate, concurrency and offline");
+  o.given = options;
+  return o;
+}
+
+EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_problem_options(options)) {
+  if (opt_.fidelity != "analytic" && !pool)
+    throw InputError(kSource, "/fidelity", opt_.fidelity + " needs the SimGrid worker pool, which this process did not start");
+  L_ = load_inputs(opt_.in);
+  so_ = L_.serving;
+  const bool throughput = opt_.objective == "throughput" || opt_.objective == "throughput-tpot";
+  so_.offline = opt_.in.offline || (throughput && !opt_.online && !load_given(opt_.in));
+  Plan base = default_plan(L_.model);
+  if (!opt_.base.empty()) base = load_plan(opt_.base, L_.model, *L_.cluster);
+  space_ = make_search_space(L_.model, *L_.cluster, base, parse_space_options(opt_.space, "/space"));
+  rules_ = portfolio_genes(*space_);
+  if (pool) runner_ = make_pool_runner(*pool);
+  EvaluatorInputs ei;
+  ei.model = &L_.model;
+  ei.cluster = L_.cluster.get();
+  ei.cluster_spec = opt_.in.cluster;
+  ei.trace = &L_.trace;
+  ei.routing = L_.routing.get();
+  ei.serving = so_;
+  ei.tier = opt_.fidelity;
+  ei.runner = runner_.get();
+  ei.samples = opt_.samples;
+  ei.objective = opt_.objective == "throughput"        ? Objective::Throughput
+                 : opt_.objective == "goodput"         ? Objective::Goodput
+                 : opt_.objective == "throughput-tpot" ? Objective::ThroughputTpot
+                                                       : Objective::MaxRate;
+  ei.goal = parse_slo_goal(opt_.goal, so_.slo_ttft, so_.slo_tpot, "/goal");
+  ei.arrivals = opt_.in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
+  ei.seed = opt_.in.seed;
+  evaluator_ = std::make_unique<ServingEvaluator>(ei);
+}
+
+EvalProblem::~EvalProblem() = default;
+
+json EvalProblem::describe() const {
+  json decisions = json::array();
+  for (const auto& d : space_->decisions())
+    decisions.push_back({{"name", d.name}, {"block", to_string(d.block)}, {"ordinal", d.ordinal}, {"values", d.labels}});
+  json rules = json::array();
+  for (const auto& r : rules_)
+    rules.push_back({{"rule", r.rule}, {"plan", plan_to_string(space_->decode(r.genes))}, {"genes", r.genes}});
+  Genes base;
+  const bool base_in = space_->encode(space_->base(), base);
+  return {{"model", L_.model.name},
+          {"cluster", L_.cluster->name()},
+          {"gpus", L_.cluster->num_gpus()},
+          {"requests", L_.trace.requests.size()},
+          {"offline", so_.offline},
+          {"fidelity", opt_.fidelity},
+          {"objective", opt_.objective},
+          {"unit", evaluator_->objective_unit()},
+          {"space", to_string(space_->options())},
+          {"size", space_->canonical_size()},
+          {"base", {{"plan", plan_to_string(space_->base())}, {"genes", base_in ? json(space_->canonical(base)) : json(nullptr)}}},
+          {"decisions", decisions},
+          {"rules", rules}};
+}
+
+json EvalProblem::study_inputs() const {
+  json j = {{"model", opt_.in.model},   {"cluster", opt_.in.cluster}, {"trace", L_.trace_spec},
+            {"requests", L_.trace.requests.size()}, {"offline", so_.offline},
+            {"routing", L_.routing ? L_.routing_spec : ""},
+            {"slo", opt_.in.slo},       {"seed", opt_.in.seed},       {"fidelity", opt_.fidelity},
+            {"objective", opt_.objective}, {"space", opt_.space},     {"base", opt_.base},
+            {"samples", opt_.samples},  {"exact", opt_.in.exact},     {"options", opt_.given}};
+  if (load_given(opt_.in)) j["load"] = load_to_json(opt_.in);
+  return j;
+}
+
+ResolvedPlan EvalProblem::resolve(const json& plan) const {
+  ResolvedPlan r;
+  const SearchSpace& s = *space_;
+  Genes g;
+  if (plan.is_string()) {
+    r.text = plan.get<std::string>();
+    r.plan = load_plan(r.text, L_.model, *L_.cluster);
+    if (!s.encode(r.plan, g)) return r;
+    r.in_space = true;
+    r.genes = s.canonical(g);
+    r.key = s.key(r.genes);
+    json given = plan_to_json(r.plan), decoded = plan_to_json(s.decode(r.genes));
+    given.erase("name"), decoded.erase("name");
+    r.exact = given == decoded;
+    return r;
+  } else if (plan.is_object()) {
+    if (!s.encode(s.base(), g)) g.assign(static_cast<std::size_t>(s.num_decisions()), 0);  // base outside: first values
+    for (auto it = plan.begin(); it != plan.end(); ++it) {
+      int d = 0;
+      while (d < s.num_decisions() && s.decisions()[static_cast<std::size_t>(d)].name != it.key()) ++d;
+      if (d == s.num_decisions()) throw InputError("plan", "/" + it.key(), "not a decision of this space (see \"decisions\")");
+      const auto& labels = s.decisions()[static_cast<std::size_t>(d)].labels;
+      int v = -1;
+      if (it->is_number_integer()) v = it->get<int>();
+      else if (it->is_string())
+        for (std::size_t k = 0; k < labels.size(); ++k)
+          if (labels[k] == it->get<std::string>()) v = static_cast<int>(k);
+      if (v < 0 || v >= static_cast<int>(labels.size()))
+        throw InputError("plan", "/" + it.key(), "expected one of its values or a value index below " + std::to_string(labels.size()) +
+                                                     ", got " + it->dump());
+      g[static_cast<std::size_t>(d)] = v;
+    }
+  } else if (plan.is_array()) {
+    if (plan.size() != static_cast<std::size_t>(s.num_decisions()))
+      throw InputError("plan", "", "a genome needs " + std::to_string(s.num_decisions()) + " values, got " + std::to_string(plan.size()));
+    for (const auto& v : plan) {
+      if (!v.is_number_integer()) throw InputError("plan", "/" + std::to_string(g.size()), "expected an integer value index");
+      g.push_back(v.get<int>());
+    }
+    if (!s.in_range(g)) throw InputError("plan", "", "a value index is out of its decision's range");
+  } else {
+    throw InputError("plan", "", "expected a plan string, an object of decisions or an array of value indices");
+  }
+  r.in_space = r.exact = true;
+  r.genes = s.canonical(g);
+  r.key = s.key(r.genes);
+  r.plan = s.decode(r.genes);
+  r.text = plan_to_string(r.plan);
+  return r;
+}
+
+namespace {
+
+json metrics_json(const Metrics& m) {
+  auto pct = [](const Percentiles& p) { return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}}; };
+  return {{"requests", m.requests},
+          {"completed", m.completed},
+          {"output_tok_s", m.output_tok_s},
+          {"steady_output_tok_s", m.steady_output_tok_s},
+          {"steady_output_tok_s_per_gpu", m.steady_output_tok_s_per_gpu},
+          {"goodput_req_s", m.goodput_req_s},
+          {"slo_attainment", m.slo_attainment},
+          {"makespan_s", m.makespan_s},
+          {"ttft_ms", pct(m.ttft_ms)},
+          {"tpot_ms", pct(m.tpot_ms)},
+          {"e2e_ms", pct(m.e2e_ms)}};
+}
+
+json violations_json(const PlanCheck& chk) {
+  json v = json::array();
+  for (const auto& x : chk.violations) v.push_back({{"field", x.field}, {"reason", x.reason}});
+  return v;
+}
+
+}  // namespace
+
+EvalProblem::Entry EvalProblem::compute(const ResolvedPlan& p) const {
+  Entry e;
+  const bool keyed = p.in_space && p.exact;
+  const PlanCheck chk = keyed ? space_->check(p.genes) : check_plan(p.plan, L_.model, *L_.cluster);
+  json j = {{"plan", p.text}, {"key", keyed ? json(p.key) : json(nullptr)}, {"unit", evaluator_->objective_unit()}};
+  j["violations"] = violations_json(chk);
+  if (!chk.feasible()) {
+    e.eval = Evaluation{infeasible_score(chk), {}};
+  } else {
+    Metrics m;
+    try {
+      e.eval = evaluator_->evaluate_reporting(p.plan, &m);
+      j["metrics"] = metrics_json(m);
+    } catch (const std::exception& ex) {  // as the search's cache records a throwing evaluation
+      e.eval.score.failed = true;
+      e.eval.score.reason = ex.what();
+    }
+    if (!e.eval.score.feasible && !e.eval.score.failed)  // memory or SLO: the evaluator's reason
+      j["violations"].push_back({{"field", e.eval.score.reason.substr(0, e.eval.score.reason.find(':'))},
+                                 {"reason", e.eval.score.reason.substr(e.eval.score.reason.find(':') + 1)}});
+  }
+  const Score& s = e.eval.score;
+  j["feasible"] = s.feasible;
+  j["objective"] = s.feasible ? s.objective : 0.0;
+  j["violation"] = s.violation;
+  j["failed"] = s.failed;
+  j["reason"] = s.reason;
+  j["faults"] = {{"simgrid_steps", e.eval.faults.sampled}, {"failed_samples", e.eval.faults.failed}, {"error", e.eval.faults.error}};
+  e.result = std::move(j);
+  return e;
+}
+
+json EvalProblem::score_resolved(const ResolvedPlan& p, Evaluation* eval) const {
+  const std::string key = p.in_space && p.exact ? p.key : "text:" + plan_to_json(p.plan).dump();
+  std::shared_future<Entry> f;
+  bool mine = false;
+  std::promise<Entry> promise;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      f = promise.get_future().share();
+      cache_.emplace(key, f);
+      mine = true;
+    } else {
+      f = it->second;
+    }
+  }
+  if (mine) {
+    try {
+      promise.set_value(compute(p));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      std::lock_guard<std::mutex> lock(mu_);
+      cache_.erase(key);
+    }
+  }
+  const Entry& e = f.get();
+  if (eval) *eval = e.eval;
+  json j = e.result;
+  j["plan"] = p.text;
+  j["cached"] = !mine;
+  return j;
+}
+
+json EvalProblem::score(const json& plan) const { return score_resolved(resolve(plan)); }
+
+json EvalProblem::simulate(const json& plan) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ResolvedPlan p = resolve(plan);
+  const PlanCheck chk = check_plan(p.plan, L_.model, *L_.cluster);
+  if (!chk.feasible())
+    throw InputError(p.text, chk.violations.front().field, "infeasible plan: " + chk.violations.front().reason + " (see 'shardsim plan check')");
+  ServingOptions so = so_;
+  so.link_traffic = true;  // as `shardsim simulate`: the report's "links" section
+  FidelityReport fr;
+  ServingResult r = serve_at_fidelity(opt_.fidelity, p.plan, L_.model, *L_.cluster, opt_.in.cluster, L_.trace, L_.routing.get(), so,
+                                      runner_.get(), fr, opt_.samples);
+  Metrics m = summarize(r, so, L_.cluster->num_gpus());
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  SimInputs in = opt_.in;
+  in.offline = so_.offline;
+  RunInputs ri{in.model, in.cluster, p.text, L_.trace_spec, L_.routing ? L_.routing_spec : "", opt_.fidelity,
+               in.requests, in.offline, in.seed, load_to_json(in)};
+  return simulate_result_json(ri, p.plan, r, m, so, wall, fr);
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,113 @@
+// tools/cli/eval_problem.hpp — one search problem opened for an outside optimizer (issue 16): the
+// inputs `shardsim search` would load, its search space, and scoring of plans given as text,
+// decision dicts or genomes, with results as JSON.
+//
+// Owns: EvalProblem. Options are a JSON object whose keys are `shardsim search`'s option names
+// without the dashes ({"model": "deepseek-v3", "cluster": "dgx-h100:8", "requests": 300,
+// "offline": true, "fidelity": "analytic", "objective": "throughput", "space": "degrees"}); they
+// are parsed by the very CLI11 options `search` registers (tools/cli/sim_inputs), so defaults,
+// checks and error messages are the command's. The throughput objectives replay offline unless
+// "online" or a load is given, as in `search`.
+// A plan is one of: a compact plan string or plan file ("tp=8,ep=8,dp=2", "megatron", "p.json");
+// an object of decisions {"<decision name>": label or value index} (decisions not named keep the
+// base plan's value, or their first value when the base plan lies outside the space); an array of gene values (one per decision). Plans inside the space are
+// scored as the search scores them (check, then the evaluator, cached by canonical key); a plan
+// text the space cannot express is scored on its own (key null).
+// Scoring never throws for an infeasible plan: the result says "feasible": false with every
+// violation ({field, reason}); a malformed plan is an InputError naming the field.
+// Thread-safety: score() and simulate() may be called from many threads at once (the evaluator
+// is Constant-safe; the cache is locked). Construct it before any thread if its tier needs the
+// SimGrid worker pool (`pool`), which must outlive it.
+#pragma once
+
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.hpp"
+#include "optimizers/megatron_portfolio.hpp"
+#include "optimizers/search_space.hpp"
+#include "optimizers/serving_evaluator.hpp"
+#include "tools/cli/sim_inputs.hpp"
+
+namespace shardsim {
+class WorkerPool;
+}
+
+namespace shardsim::cli {
+
+struct ProblemOptions {
+  SimInputs in;
+  std::string fidelity = "analytic";
+  std::string objective = "throughput";
+  std::string goal = "p99";
+  std::string space = "all";
+  std::string base;
+  int samples = 16;
+  bool online = false;
+  json given = json::object();  // the options as given (what results.json records)
+};
+
+// Parses `options` (InputError("problem", "/<key>", reason) for an unknown key or a bad value).
+ProblemOptions parse_problem_options(const json& options);
+
+// A plan resolved against the space.
+struct ResolvedPlan {
+  Plan plan;
+  std::string text;      // as given (text form) or the compact string of the decoded plan
+  bool in_space = false; // the space has a genome for it (genes, key)
+  bool exact = false;    // … which decodes to this very plan (else the space snaps fields it does not
+                         // search, such as batching limits, to its base plan's)
+  Genes genes;           // canonical, when in_space
+  std::string key;       // canonical key, when in_space
+};
+
+class EvalProblem {
+ public:
+  // Loads everything (InputError for bad options or inputs). `pool` is needed unless the tier is analytic.
+  EvalProblem(const json& options, WorkerPool* pool);
+  ~EvalProblem();
+
+  const ProblemOptions& options() const { return opt_; }
+  const SearchSpace& space() const { return *space_; }
+  const std::vector<RuleGenes>& rules() const { return rules_; }
+  const ServingEvaluator& evaluator() const { return *evaluator_; }
+  const LoadedInputs& inputs() const { return L_; }
+  const ServingOptions& serving() const { return so_; }
+
+  // The problem: inputs, objective, decisions with their values, the Megatron rule plans.
+  json describe() const;
+  // What results.json records as the study's inputs.
+  json study_inputs() const;
+
+  ResolvedPlan resolve(const json& plan) const;
+  // {"plan", "key", "feasible", "objective", "unit", "violation", "reason", "failed",
+  //  "violations": [{field, reason}], "metrics": {...} (when it ran), "faults": {...}, "cached"}.
+  json score(const json& plan) const;
+  // The score of a resolved in-space plan, also as the search's Evaluation.
+  json score_resolved(const ResolvedPlan& p, Evaluation* eval = nullptr) const;
+  // The result JSON `shardsim simulate --json` writes for this plan and the problem's options.
+  json simulate(const json& plan) const;
+
+ private:
+  struct Entry {
+    Evaluation eval;
+    json result;
+  };
+  Entry compute(const ResolvedPlan& p) const;
+
+  ProblemOptions opt_;
+  LoadedInputs L_;
+  ServingOptions so_;
+  std::unique_ptr<SimgridRunner> runner_;
+  std::unique_ptr<SearchSpace> space_;
+  std::vector<RuleGenes> rules_;
+  std::unique_ptr<ServingEvaluator> evaluator_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_future<Entry>> cache_;
+};
+
+}  // namespace shardsim::cli

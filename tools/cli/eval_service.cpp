@@ -1,0 +1,146 @@
+// tools/cli/eval_service.cpp — request dispatch, error replies, "plans" scored in parallel.
+#include "tools/cli/eval_service.hpp"
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "common/input_error.hpp"
+#include "tools/cli/eval_problem.hpp"
+#include "tools/cli/eval_study.hpp"
+
+namespace shardsim::cli {
+
+namespace {
+
+constexpr const char* kSource = "request";
+
+json error_reply(const json& id, const std::string& source, const std::string& field, const std::string& message) {
+  return {{"id", id}, {"ok", false}, {"error", {{"source", source}, {"field", field}, {"message", message}}}};
+}
+
+const json& member(const json& req, const char* key) {
+  auto it = req.find(key);
+  if (it == req.end()) throw InputError(kSource, std::string("/") + key, "missing");
+  return *it;
+}
+
+std::string text_of(const json& req, const char* key, const std::string& fallback) {
+  auto it = req.find(key);
+  if (it == req.end()) return fallback;
+  if (!it->is_string()) throw InputError(kSource, std::string("/") + key, "expected a string");
+  return it->get<std::string>();
+}
+
+long integer_of(const json& req, const char* key, long fallback, long lo, long hi) {
+  auto it = req.find(key);
+  if (it == req.end()) return fallback;
+  if (!it->is_number_integer() || it->get<long>() < lo || it->get<long>() > hi)
+    throw InputError(kSource, std::string("/") + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return it->get<long>();
+}
+
+}  // namespace
+
+EvalService::EvalService(WorkerPool* pool) : pool_(pool) {}
+EvalService::~EvalService() = default;
+
+const EvalProblem& EvalService::problem() const {
+  if (!problem_) throw InputError(kSource, "/op", "no problem is open (send {\"op\": \"open\", \"problem\": {…}} first)");
+  return *problem_;
+}
+
+EvalStudy& EvalService::study() {
+  problem();
+  if (!study_) throw InputError(kSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
+  return *study_;
+}
+
+json EvalService::handle(const json& request) {
+  const json id = request.is_object() && request.contains("id") ? request["id"] : json(nullptr);
+  try {
+    if (!request.is_object()) throw InputError(kSource, "", "expected a JSON object");
+    const std::string op = text_of(request, "op", "");
+    if (op.empty()) throw InputError(kSource, "/op", "missing");
+    json reply = dispatch(op, request);
+    reply["id"] = id;
+    reply["ok"] = true;
+    return reply;
+  } catch (const InputError& e) {
+    return error_reply(id, e.source(), e.field(), e.what());
+  } catch (const std::exception& e) {
+    return error_reply(id, "shardsim", "", std::string("internal error: ") + e.what());
+  }
+}
+
+std::string EvalService::handle_text(const std::string& line) {
+  json request;
+  try {
+    request = json::parse(line);
+  } catch (const json::parse_error& e) {
+    return error_reply(nullptr, kSource, "", std::string("not JSON: ") + e.what()).dump();
+  }
+  return handle(request).dump();
+}
+
+json EvalService::score_list(const json& req, bool counted) {
+  const EvalProblem& p = problem();
+  const int threads = static_cast<int>(integer_of(req, "threads", 0, 0, 1024));
+  if (counted) {
+    EvalStudy& s = study();
+    const std::string optimizer = text_of(req, "optimizer", "");
+    const auto seed = static_cast<std::uint64_t>(integer_of(req, "seed", 1, 1, 1'000'000'000));
+    if (req.contains("plan")) return {{"result", s.evaluate(optimizer, seed, req["plan"])}};
+    return {{"results", s.evaluate_many(optimizer, seed, member(req, "plans"), threads)}};
+  }
+  if (req.contains("plan")) return {{"result", p.score(req["plan"])}};
+  const json& plans = member(req, "plans");
+  if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
+  // Each plan answers for itself: a malformed one gets its error in its place.
+  std::vector<json> out(plans.size());
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, plans.size(), [&](std::size_t i) {
+      try {
+        out[i] = p.score(plans[i]);
+      } catch (const InputError& e) {
+        out[i] = {{"error", {{"source", e.source()}, {"field", "/plans/" + std::to_string(i) + e.field()}, {"message", e.what()}}}};
+      }
+    });
+  });
+  return {{"results", out}};
+}
+
+json EvalService::dispatch(const std::string& op, const json& req) {
+  if (op == "open") {
+    study_.reset();
+    problem_.reset();
+    problem_ = std::make_unique<EvalProblem>(member(req, "problem"), pool_);
+    return {{"problem", problem_->describe()}};
+  }
+  if (op == "space") return {{"problem", problem().describe()}};
+  if (op == "score") return score_list(req, false);
+  if (op == "simulate") return {{"result", problem().simulate(member(req, "plan"))}};
+  if (op == "study") {
+    study_ = std::make_unique<EvalStudy>(problem(), integer_of(req, "budget", 100, 1, 10'000'000));
+    return {{"budget", study_->budget()}};
+  }
+  if (op == "evaluate") return score_list(req, true);
+  if (op == "report") {
+    StudyReportOptions o;
+    o.out = text_of(req, "out", "");
+    o.optimizers = text_of(req, "optimizers", "");
+    o.seeds = text_of(req, "seeds", "3");
+    o.reference = text_of(req, "reference", "");
+    o.threads = static_cast<int>(integer_of(req, "threads", 1, 1, 1024));
+    if (req.contains("log_evals") && !req["log_evals"].is_boolean()) throw InputError(kSource, "/log_evals", "expected true or false");
+    o.log_evals = req.value("log_evals", false);
+    return study().report(o);
+  }
+  if (op == "close") {
+    closed_ = true;
+    return json::object();
+  }
+  throw InputError(kSource, "/op", op + ": unknown operation (expected open, space, score, simulate, study, evaluate, report or close)");
+}
+
+}  // namespace shardsim::cli
