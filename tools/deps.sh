@@ -1,8 +1,9 @@
 # tools/deps.sh — sourced by tools/demo, tools/test, tools/test-sanitized, tools/fuzz and tools/bench:
-# installs the Debian 12 packages shardsim needs (only the missing ones; `apt-get update` once) and
+# installs the Debian 12 packages shardsim needs (the Python module: pybind11-dev, python3-dev; its
+# Optuna example and test: python3-optuna, python3-cmaes) (only the missing ones; `apt-get update` once) and
 # builds into ./build. FUZZ_DEPS (clang-14, its libFuzzer/sanitizer runtime — only *recommended* by
 # clang-14 — and llvm-symbolizer) are installed by `shardsim_install_deps fuzz` (tools/test, tools/fuzz).
-DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox"
+DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox pybind11-dev python3-dev python3-optuna python3-cmaes"
 FUZZ_DEPS="clang-14 libclang-rt-14-dev llvm-14"
 
 shardsim_install_deps() {

@@ -1,0 +1,144 @@
+"""The open evaluator from Python and over JSON lines (issue 16): run by ctest as python_module
+with PYTHONPATH=build/python and SHARDSIM_BINARY set."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import shardsim
+
+BINARY = os.environ["SHARDSIM_BINARY"]
+SOURCE = os.environ["SHARDSIM_SOURCE_DIR"]
+OPTIONS = dict(model="mixtral-8x7b", cluster="dgx-h100:1", requests=40, seed=3)
+
+
+def without_wall(result):
+    result = json.loads(json.dumps(result))
+    del result["provenance"]["wall_s"]
+    return result
+
+
+class ModuleTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.problem = shardsim.Problem(**OPTIONS)
+
+    def test_simulate_matches_the_command_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            subprocess.run([BINARY, "simulate", "--model", "mixtral-8x7b", "--cluster", "dgx-h100:1", "--requests", "40",
+                            "--seed", "3", "--offline", "--fidelity", "analytic", "--plan", "tp=4,dp=2", "--json", path],
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(path) as f:
+                cli = json.load(f)
+        mine = self.problem.simulate("tp=4,dp=2")
+        self.assertEqual(without_wall(cli), without_wall(mine))
+        # and its score is the search's objective: the steady output rate of that run
+        score = self.problem.score("tp=4,dp=2")
+        self.assertTrue(score["feasible"])
+        self.assertEqual(score["objective"], cli["metrics"]["steady_output_tok_s"])
+
+    def test_plan_forms_agree(self):
+        text = self.problem.score("tp=2,dp=4")
+        genes = self.problem.score(self.problem.rules[0]["genes"])
+        by_rule = self.problem.score(self.problem.rules[0]["plan"])
+        self.assertEqual(genes["objective"], by_rule["objective"])
+        self.assertEqual(genes["key"], by_rule["key"])  # a rule plan's text is the space's plan exactly
+        # "tp=2,dp=4" keeps the plan defaults' batching limits, which the space's base plan does
+        # not have: it is scored as given, outside the space's cache
+        self.assertIsNone(text["key"])
+        self.assertEqual(text["plan"], "tp=2,dp=4")
+        names = {d["name"]: d["values"][v] for d, v in zip(self.problem.decisions, self.problem.rules[0]["genes"])}
+        self.assertEqual(self.problem.score(names)["key"], genes["key"])
+
+    def test_infeasible_plans_come_back_with_their_violations(self):
+        r = self.problem.score("tp=3")
+        self.assertFalse(r["feasible"])
+        self.assertGreater(r["violation"], 0)
+        fields = [v["field"] for v in r["violations"]]
+        self.assertIn("/degrees/tp", fields)
+
+    def test_bad_input_names_the_field(self):
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            self.problem.score({"no such decision": 0})
+        self.assertEqual(e.exception.field, "/no such decision")
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            shardsim.Problem(model="mixtral-8x7b", requests=0)
+        self.assertEqual(e.exception.field, "/requests")
+
+    def test_score_many_equals_one_by_one(self):
+        plans = ["tp=8", "tp=2,dp=4", "tp=1,dp=8", "tp=4,dp=2", "bogus=1"]
+        many = shardsim.Problem(**OPTIONS).score_many(plans, threads=2)
+        for p, r in zip(plans[:4], many[:4]):
+            self.assertEqual(r["objective"], self.problem.score(p)["objective"])
+        self.assertIn("error", many[4])
+        self.assertEqual(many[4]["error"]["field"].split("/")[1], "plans")
+
+    def test_study_budget_is_enforced(self):
+        p = shardsim.Problem(**OPTIONS)
+        s = p.study(budget=2)
+        s.evaluate("mine", "tp=8")
+        s.evaluate("mine", "tp=8")  # a repeat still costs an evaluation
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            s.evaluate("mine", "tp=4,dp=2")
+        self.assertEqual(e.exception.field, "/budget")
+        with self.assertRaises(shardsim.ShardsimError):
+            s.evaluate("ga", "tp=8")  # a built-in optimizer's name
+
+    def test_an_optuna_study_of_30_trials_is_reported(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "study")
+            env = dict(os.environ)
+            run = subprocess.run([sys.executable, os.path.join(SOURCE, "tools/python/optuna_study.py"), "--model",
+                                  "mixtral-8x7b", "--cluster", "dgx-h100:1", "--requests", "40", "--budget", "30",
+                                  "--seeds", "1", "--samplers", "tpe", "--builtins", "megatron,random", "--out", out],
+                                 env=env, capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with open(os.path.join(out, "results.json")) as f:
+                results = json.load(f)
+            with open(os.path.join(out, "summary.md")) as f:
+                summary = f.read()
+        runs = [r for r in results["runs"] if r["optimizer"] == "optuna-tpe"]
+        self.assertEqual(len(runs), 1)
+        self.assertEqual(runs[0]["evaluations"], 30)
+        self.assertIn("| optuna-tpe | 1 |", summary)
+        self.assertIn("| random | 1 |", summary)
+
+
+class DocumentedExampleTest(unittest.TestCase):
+    def test_the_own_optimizer_example_of_docs_optimizers_md_runs_and_is_reported(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = subprocess.run([sys.executable, os.path.join(SOURCE, "tools/python/my_optimizer.py"), os.path.join(d, "s")],
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "s", "results.json")))
+        self.assertIn("| one-plus-one | 3 |", run.stdout)
+        self.assertIn("| sa | 3 |", run.stdout)
+
+
+class ServeEvaluatorTest(unittest.TestCase):
+    def converse(self, lines):
+        run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input="\n".join(lines) + "\n",
+                             capture_output=True, text=True, check=True)
+        return [json.loads(x) for x in run.stdout.splitlines()]
+
+    def test_malformed_messages_get_errors_and_the_conversation_goes_on(self):
+        open_ = json.dumps({"id": 1, "op": "open", "problem": OPTIONS})
+        replies = self.converse([open_, "{not json", json.dumps({"id": 2, "op": "score"}),
+                                 json.dumps({"id": 3, "op": "teleport"}),
+                                 json.dumps({"id": 4, "op": "score", "plan": "tp=4,dp=2"})])
+        self.assertEqual(len(replies), 5)
+        self.assertTrue(replies[0]["ok"])
+        self.assertFalse(replies[1]["ok"])
+        self.assertEqual(replies[2]["error"]["field"], "/plans")
+        self.assertEqual(replies[2]["id"], 2)
+        self.assertEqual(replies[3]["error"]["field"], "/op")
+        self.assertTrue(replies[4]["ok"])
+        self.assertEqual(replies[4]["result"]["objective"], shardsim.Problem(**OPTIONS).score("tp=4,dp=2")["objective"])
+
+
+if __name__ == "__main__":
+    unittest.main()
