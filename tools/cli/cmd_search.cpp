@@ -15,7 +15,10 @@
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
 // (optimizers/study_dir). `search merge DIR… --out OUT` joins studies of one problem
 // (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation.
+// Under `mpirun -np K`, rank 0 runs everything above and ranks 1…K−1 only score plans for it
+// (tools/cli/mpi_evaluation): the same results, journal and report as one process.
 #include <signal.h>
+#include <tbb/global_control.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +51,7 @@
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/run_program.hpp"
+#include "tools/cli/mpi_evaluation.hpp"
 #include "tools/cli/search_runs.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
@@ -477,6 +481,9 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   std::unique_ptr<WorkerPool> pool;
   if (opt.fidelity != "analytic")
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
+  // MPI after the pool's fork, before any thread.
+  std::unique_ptr<MpiSession> mpi;
+  if (launched_by_mpirun()) mpi = std::make_unique<MpiSession>();
   LoadedInputs L = load_inputs(opt.in);
   ServingOptions so = L.serving;
   // The throughput objectives replay offline unless the user chose the arrivals (or --online).
@@ -499,8 +506,23 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
+  // Under mpirun, ranks ≥ 1 only score plans for rank 0 (tools/cli/mpi_evaluation).
+  if (mpi && mpi->rank() > 0) {
+    serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores());
+    return 0;
+  }
+  std::unique_ptr<MpiEvaluator> remote;
+  if (mpi && mpi->size() > 1) remote = std::make_unique<MpiEvaluator>(evaluator, mpi->size());
+  const Evaluator& scorer = remote ? static_cast<const Evaluator&>(*remote) : evaluator;
 
   SearchSettings settings = make_settings(opt, rules, params);
+  // Enough driver threads to keep every rank's slots busy (each waits for its remote score).
+  if (remote && opt.threads == 0) settings.threads = cores() + remote->remote_slots();
+  // … even when mpirun bound this rank to fewer cores (TBB would then start no worker threads).
+  std::unique_ptr<tbb::global_control> parallelism;
+  if (remote)
+    parallelism = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                        static_cast<std::size_t>(settings.threads));
   const json inputs = study_inputs(opt, L, so, settings.threads);
   const json header = journal_header(cmd, inputs, L, base, opt, runs);
   if (resumed) replay_from(*resumed, header, opt, settings);
@@ -511,8 +533,13 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   settings.stop = [] { return StopSignals::caught() != 0; };
   Progress progress(runs, opt.budget, opt.quiet);
   SearchOutcome out =
-      run_search(space, evaluator, runs, settings, [&](std::size_t i, const RunRecord& rec) { progress.update(i, rec); });
+      run_search(space, scorer, runs, settings, [&](std::size_t i, const RunRecord& rec) { progress.update(i, rec); });
   progress.finish();
+  if (remote && !opt.quiet) {
+    std::cerr << "evaluations scored per MPI rank:";
+    for (long n : remote->scored_per_rank()) std::cerr << " " << n;
+    std::cerr << "\n";
+  }
   if (runner) out.faults.worker_restarts = static_cast<long>(runner->restarts());
   return finish(opt, out, runs, rules, space, L, so, evaluator.objective_unit(), inputs);
 }

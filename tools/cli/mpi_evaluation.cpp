@@ -1,0 +1,252 @@
+// tools/cli/mpi_evaluation.cpp — the ranks' messages, rank 0's dispatcher, the workers' loop.
+#include "tools/cli/mpi_evaluation.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+
+#include "common/json_reader.hpp"
+#include "sim/plan/plan.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+
+namespace shardsim::cli {
+
+namespace {
+
+enum Tag : int { kHello = 1, kJob, kResult, kStop };
+
+constexpr auto kIdle = std::chrono::microseconds(100);  // poll interval when nothing arrived
+
+std::string hex(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", x);
+  return buf;
+}
+
+double unhex(const json& j) { return std::strtod(j.get<std::string>().c_str(), nullptr); }
+
+std::string encode(long id, const Evaluation& e) {
+  const Score& s = e.score;
+  return json{{"id", id},
+              {"feasible", s.feasible},
+              {"objective", hex(s.objective)},
+              {"violation", hex(s.violation)},
+              {"failed", s.failed},
+              {"reason", s.reason},
+              {"sampled", e.faults.sampled},
+              {"sample_failures", e.faults.failed},
+              {"sample_error", e.faults.error}}
+      .dump();
+}
+
+Evaluation decode(const json& j) {
+  Evaluation e;
+  e.score.feasible = j.at("feasible").get<bool>();
+  e.score.objective = unhex(j.at("objective"));
+  e.score.violation = unhex(j.at("violation"));
+  e.score.failed = j.at("failed").get<bool>();
+  e.score.reason = j.at("reason").get<std::string>();
+  e.faults.sampled = j.at("sampled").get<long>();
+  e.faults.failed = j.at("sample_failures").get<long>();
+  e.faults.error = j.at("sample_error").get<std::string>();
+  return e;
+}
+
+void send(const std::string& text, int dest, Tag tag) {
+  MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, dest, tag, MPI_COMM_WORLD);
+}
+
+// The message `st` announced.
+std::string receive(const MPI_Status& st) {
+  int n = 0;
+  MPI_Get_count(&st, MPI_CHAR, &n);
+  std::string text(static_cast<std::size_t>(n), '\0');
+  MPI_Recv(text.data(), n, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return text;
+}
+
+// A worker's evaluation of one job; an evaluator that throws gives a failed score, as the search's cache does.
+Evaluation score_job(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, const json& job) {
+  try {
+    const Plan plan = plan_from_json(job.at("plan"), "mpi job", cluster.num_gpus(), plan_defaults(model));
+    return local.evaluate_detailed(plan);
+  } catch (const std::exception& ex) {
+    Evaluation e;
+    e.score.failed = true;
+    e.score.reason = ex.what();
+    return e;
+  }
+}
+
+}  // namespace
+
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+MpiSession::MpiSession() {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    throw std::runtime_error("MPI does not provide MPI_THREAD_SERIALIZED");
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots) {
+  slots = std::max(1, slots);
+  send(json{{"slots", slots}}.dump(), 0, kHello);
+  // Plain threads, not TBB tasks: under mpirun's core binding TBB may get no worker threads at all.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> jobs, finished;
+  bool stop = false;
+  std::vector<std::thread> pool;
+  for (int k = 0; k < slots; ++k)
+    pool.emplace_back([&] {
+      for (;;) {
+        std::string text;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return stop || !jobs.empty(); });
+          if (jobs.empty()) return;
+          text = std::move(jobs.front());
+          jobs.pop_front();
+        }
+        const json job = json::parse(text);
+        std::string reply = encode(job.at("id").get<long>(), score_job(local, model, cluster, job));
+        std::lock_guard<std::mutex> lock(mu);
+        finished.push_back(std::move(reply));
+      }
+    });
+  for (bool done = false; !done;) {  // every MPI call on this thread
+    std::deque<std::string> out;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      out.swap(finished);
+    }
+    for (const auto& r : out) send(r, 0, kResult);
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) {
+      if (out.empty()) std::this_thread::sleep_for(kIdle);
+      continue;
+    }
+    std::string text = receive(st);
+    std::lock_guard<std::mutex> lock(mu);
+    if (st.MPI_TAG == kStop) done = stop = true;
+    else jobs.push_back(std::move(text));
+    cv.notify_all();
+  }
+  for (auto& t : pool) t.join();
+}
+
+MpiEvaluator::MpiEvaluator(const Evaluator& local, int ranks)
+    : local_(local), ranks_(ranks), free_slots_(static_cast<std::size_t>(ranks), 0), scored_(static_cast<std::size_t>(ranks), 0),
+      ready_future_(ready_.get_future().share()) {
+  dispatcher_ = std::thread([this] { dispatch(); });
+}
+
+MpiEvaluator::~MpiEvaluator() {
+  stop_ = true;
+  cv_.notify_all();
+  dispatcher_.join();
+}
+
+int MpiEvaluator::remote_slots() const {
+  ready_future_.wait();
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (int r = 1; r < ranks_; ++r) n += free_slots_[static_cast<std::size_t>(r)];
+  return n;
+}
+
+std::vector<long> MpiEvaluator::scored_per_rank() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scored_;
+}
+
+Evaluation MpiEvaluator::evaluate_detailed(const Plan& plan) const {
+  ready_future_.wait();
+  std::future<Evaluation> result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int best = 0;  // the rank with the most free slots
+    for (int r = 1; r < ranks_; ++r)
+      if (free_slots_[static_cast<std::size_t>(r)] > (best ? free_slots_[static_cast<std::size_t>(best)] : 0)) best = r;
+    if (best > 0) {
+      --free_slots_[static_cast<std::size_t>(best)];
+      auto job = std::make_shared<Job>();
+      job->id = next_id_++;
+      job->rank = best;
+      job->plan = json{{"id", job->id}, {"plan", plan_to_json(plan)}}.dump();
+      result = job->done.get_future();
+      inflight_[job->id] = job;
+      outbox_.push_back(job);
+    }
+  }
+  if (result.valid()) {
+    cv_.notify_all();
+    return result.get();
+  }
+  Evaluation e = local_.evaluate_detailed(plan);  // every worker busy: score it here
+  std::lock_guard<std::mutex> lock(mu_);
+  ++scored_[0];
+  return e;
+}
+
+void MpiEvaluator::dispatch() {
+  for (int k = 1; k < ranks_; ++k) {
+    MPI_Status st;
+    MPI_Probe(MPI_ANY_SOURCE, kHello, MPI_COMM_WORLD, &st);
+    const json hello = json::parse(receive(st));
+    std::lock_guard<std::mutex> lock(mu_);
+    free_slots_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::max(1, hello.at("slots").get<int>());
+  }
+  ready_.set_value();
+  for (;;) {
+    std::deque<std::shared_ptr<Job>> out;
+    bool idle = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      out.swap(outbox_);
+      idle = inflight_.empty() && out.empty();
+      if (idle && stop_) break;
+      if (idle) cv_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+    for (const auto& j : out) send(j->plan, j->rank, kJob);
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kResult, MPI_COMM_WORLD, &flag, &st);
+    if (!flag) {
+      if (out.empty() && !idle) std::this_thread::sleep_for(kIdle);
+      continue;
+    }
+    const json reply = json::parse(receive(st));
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = inflight_.find(reply.at("id").get<long>());
+      job = it->second;
+      inflight_.erase(it);
+      ++free_slots_[static_cast<std::size_t>(job->rank)];
+      ++scored_[static_cast<std::size_t>(job->rank)];
+    }
+    job->done.set_value(decode(reply));
+  }
+  for (int r = 1; r < ranks_; ++r) send("", r, kStop);
+}
+
+}  // namespace shardsim::cli

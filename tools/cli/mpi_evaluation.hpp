@@ -1,0 +1,100 @@
+// tools/cli/mpi_evaluation.hpp — a search's evaluations spread over MPI ranks (issue 16):
+// `mpirun -np K shardsim search …`. Rank 0 runs the optimizers, the driver and the outputs; every
+// rank (rank 0 too) scores plans with its own evaluator and SimGrid worker pool.
+//
+// Owns: launched_by_mpirun(), MpiSession, serve_mpi_evaluations() (ranks ≥ 1) and MpiEvaluator
+// (rank 0). Only this file's .cpp includes MPI.
+// Protocol (MPI_COMM_WORLD, all messages bytes): a worker rank first sends HELLO with how many
+// evaluations it runs at once (its --threads); rank 0 sends JOB {id, plan JSON}; the worker
+// replies RESULT {id, score, faults} (doubles as hex floats: exact); at the end rank 0 sends STOP
+// to every worker. Rank 0 sends a plan to a rank with a free slot and scores it itself when none
+// is free. Scores depend only on the plan, so a study gives the same results, journal and report
+// as a single-process run with the same seeds (tested with mpirun -np 2).
+// On rank 0 every MPI call is made by one dispatcher thread (MPI_THREAD_SERIALIZED suffices); on
+// worker ranks by the main thread, with evaluations on TBB threads.
+// Not handled: a rank that dies. Open MPI's mpirun then ends the whole job; the study's journal
+// holds every finished batch, so `shardsim search --resume DIR` continues it (docs/open-evaluator.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "optimizers/evaluator.hpp"
+
+namespace shardsim {
+class Cluster;
+struct ModelSpec;
+}  // namespace shardsim
+
+namespace shardsim::cli {
+
+// True when this process was started by mpirun (its environment says so); MPI is not touched.
+bool launched_by_mpirun();
+
+// MPI_Init_thread … MPI_Finalize. Construct after the SimGrid worker pool (which forks) and before
+// any thread. Throws std::runtime_error when MPI cannot give MPI_THREAD_SERIALIZED.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  int rank_ = 0, size_ = 1;
+};
+
+// Ranks ≥ 1: says hello with `slots`, then scores rank 0's plans with `local` (up to `slots` at
+// once) until STOP; plans are read back for `model` on `cluster`.
+void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots);
+
+// Rank 0: the driver's evaluator. Thread-safe (Constant): evaluate_detailed() may be called from
+// every driver thread; each call blocks until its score is back.
+class MpiEvaluator : public Evaluator {
+ public:
+  MpiEvaluator(const Evaluator& local, int ranks);
+  ~MpiEvaluator() override;  // STOP to every worker, then the dispatcher ends
+  Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
+  Evaluation evaluate_detailed(const Plan& plan) const override;
+  ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
+  std::string objective_unit() const override { return local_.objective_unit(); }
+  // Evaluations a worker rank may run at once, summed (known once every HELLO arrived).
+  int remote_slots() const;
+  // Evaluations scored on each rank so far (index 0 = this rank).
+  std::vector<long> scored_per_rank() const;
+
+ private:
+  struct Job {
+    long id = 0;
+    int rank = 0;
+    std::string plan;
+    std::promise<Evaluation> done;
+  };
+  void dispatch();
+
+  const Evaluator& local_;
+  int ranks_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::deque<std::shared_ptr<Job>> outbox_;
+  mutable std::map<long, std::shared_ptr<Job>> inflight_;
+  mutable std::vector<int> free_slots_;        // per rank (0 unused)
+  mutable std::vector<long> scored_;           // per rank
+  mutable long next_id_ = 1;
+  int hellos_ = 0;
+  std::promise<void> ready_;                   // every HELLO received
+  std::shared_future<void> ready_future_;
+  std::atomic<bool> stop_{false};
+  std::thread dispatcher_;
+};
+
+}  // namespace shardsim::cli
