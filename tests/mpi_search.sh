@@ -32,3 +32,33 @@ grep -q "evaluations scored per MPI rank" "$dir/mpi.err"
 n1=$(grep "evaluations scored per MPI rank" "$dir/mpi.err" | awk '{print $NF}')
 [ "$n1" -gt 0 ] || { echo "rank 1 scored nothing" >&2; exit 1; }
 echo "mpirun -np 2 matches one process; rank 1 scored $n1 plans"
+
+# A rank that dies costs its evaluations in flight, not the study: rank 1 is killed while the
+# search runs; rank 0 loses it after --rank-timeout, goes on alone and writes a complete study.
+kill_rank1() {
+  for _ in $(seq 200); do  # until rank 1 runs (mpirun may be slow to start it), then a second more
+    for p in $(pgrep -f "shardsim search --model deepseek-v3" || true); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+        sleep 1
+        kill -9 "$p"
+        return
+      fi
+    done
+    sleep 0.1
+  done
+}
+kill_rank1 &
+mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 -np 2 \
+  "$bin" search --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \
+  --budget 60 --seeds 2 --rank-timeout 2 --out "$dir/lost" > /dev/null 2> "$dir/lost.err" || { cat "$dir/lost.err" >&2; exit 1; }
+wait
+grep -q "MPI rank 1 was lost" "$dir/lost.err" || { cat "$dir/lost.err" >&2; echo "rank 1 was not lost" >&2; exit 1; }
+/usr/bin/python3 - "$dir/lost/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["complete"], "the study did not complete"
+assert all(run["evaluations"] == 60 for run in r["runs"]), "a run did not spend its budget"
+failed = r["faults"]["failed_evaluations"]
+assert all("MPI rank 1" in e for e in r["faults"]["errors"]), r["faults"]["errors"]
+print("rank 1 killed: the study completed; %d evaluations in flight reported failed" % failed)
+PY

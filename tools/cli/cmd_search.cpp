@@ -76,6 +76,7 @@ struct SearchOptions {
   int threads = 0;
   int workers = 0;
   int samples = 16;
+  double rank_timeout = 30;  // under mpirun: seconds of silence after which a rank is lost
   bool online = false;
   bool quiet = false;
   std::string out;
@@ -197,7 +198,7 @@ class StopSignals {
 // ---- the journal's header and resuming ---------------------------------------------------
 
 // Options that do not change results: neither journaled nor compared on resume.
-const std::set<std::string> kSessionOptions = {"--threads", "--workers", "--quiet", "--out", "--resume", "--help"};
+const std::set<std::string> kSessionOptions = {"--threads", "--workers", "--quiet", "--out", "--resume", "--help", "--rank-timeout"};
 // Journaled and restored on resume, but may be given anew (where an output goes).
 const std::set<std::string> kOutputOptions = {"--policy-out", "--reference", "--log-evals"};
 
@@ -508,11 +509,12 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
   // Under mpirun, ranks ≥ 1 only score plans for rank 0 (tools/cli/mpi_evaluation).
   if (mpi && mpi->rank() > 0) {
-    serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores());
+    if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores()))
+      MpiSession::exit_without_finalize(0);
     return 0;
   }
   std::unique_ptr<MpiEvaluator> remote;
-  if (mpi && mpi->size() > 1) remote = std::make_unique<MpiEvaluator>(evaluator, mpi->size());
+  if (mpi && mpi->size() > 1) remote = std::make_unique<MpiEvaluator>(evaluator, mpi->size(), opt.rank_timeout);
   const Evaluator& scorer = remote ? static_cast<const Evaluator&>(*remote) : evaluator;
 
   SearchSettings settings = make_settings(opt, rules, params);
@@ -535,13 +537,21 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   SearchOutcome out =
       run_search(space, scorer, runs, settings, [&](std::size_t i, const RunRecord& rec) { progress.update(i, rec); });
   progress.finish();
-  if (remote && !opt.quiet) {
-    std::cerr << "evaluations scored per MPI rank:";
-    for (long n : remote->scored_per_rank()) std::cerr << " " << n;
-    std::cerr << "\n";
-  }
   if (runner) out.faults.worker_restarts = static_cast<long>(runner->restarts());
-  return finish(opt, out, runs, rules, space, L, so, evaluator.objective_unit(), inputs);
+  std::vector<int> lost;
+  if (remote) {
+    lost = remote->lost_ranks();
+    if (!opt.quiet) {
+      std::cerr << "evaluations scored per MPI rank:";
+      for (long n : remote->scored_per_rank()) std::cerr << " " << n;
+      std::cerr << "\n";
+    }
+    for (int r : lost) std::cerr << "MPI rank " << r << " was lost; its evaluations in flight are reported failed\n";
+    remote.reset();  // STOP to the ranks left
+  }
+  const int status = finish(opt, out, runs, rules, space, L, so, evaluator.objective_unit(), inputs);
+  if (!lost.empty()) MpiSession::exit_without_finalize(status);  // MPI_Finalize would wait for the lost rank
+  return status;
 }
 
 }  // namespace
@@ -601,6 +611,11 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--param", opt->params, "optimizer settings, e.g. ga.population=64,sa.restart=0.2 (docs/optimizers.md)");
   cmd->add_option("--policy-in", opt->policy_in, "warm-start rl / rl-noattn from this saved policy");
   cmd->add_option("--policy-out", opt->policy_out, "save the policy of the best rl / rl-noattn run here");
+  cmd->add_option("--rank-timeout", opt->rank_timeout,
+                  "under mpirun: seconds without a word from a rank after which it counts as lost (its evaluations in flight "
+                  "fail; docs/open-evaluator.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 1e6));
   cmd->add_flag("--quiet,-q", opt->quiet, "no progress line on stderr");
   cmd->add_option("--out,-o", opt->out, "output directory (a study folder; required unless --resume)");
   cmd->add_option("--resume", opt->resume, "continue the study in this folder from its journal (see above)");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 
 
@@ -18,7 +19,9 @@ namespace shardsim::cli {
 
 namespace {
 
-enum Tag : int { kHello = 1, kJob, kResult, kStop };
+enum Tag : int { kHello = 1, kJob, kResult, kStop, kHeartbeat };
+
+constexpr auto kHeartbeatEvery = std::chrono::milliseconds(250);  // a worker's sign of life, busy or not
 
 constexpr auto kIdle = std::chrono::microseconds(100);  // poll interval when nothing arrived
 
@@ -102,10 +105,21 @@ MpiSession::MpiSession() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() {
+  MPI_Finalize();
+}
 
-void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots) {
+void MpiSession::exit_without_finalize(int status) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
+bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots) {
   slots = std::max(1, slots);
+  bool finalize = true;
+  auto beat = std::chrono::steady_clock::now();
   send(json{{"slots", slots}}.dump(), 0, kHello);
   // Plain threads, not TBB tasks: under mpirun's core binding TBB may get no worker threads at all.
   std::mutex mu;
@@ -137,6 +151,10 @@ void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const
       out.swap(finished);
     }
     for (const auto& r : out) send(r, 0, kResult);
+    if (std::chrono::steady_clock::now() - beat >= kHeartbeatEvery) {
+      send("", 0, kHeartbeat);
+      beat = std::chrono::steady_clock::now();
+    }
     int flag = 0;
     MPI_Status st;
     MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
@@ -146,16 +164,22 @@ void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const
     }
     std::string text = receive(st);
     std::lock_guard<std::mutex> lock(mu);
-    if (st.MPI_TAG == kStop) done = stop = true;
-    else jobs.push_back(std::move(text));
+    if (st.MPI_TAG == kStop) {
+      done = stop = true;
+      finalize = json::parse(text).value("finalize", true);
+    } else {
+      jobs.push_back(std::move(text));
+    }
     cv.notify_all();
   }
   for (auto& t : pool) t.join();
+  return finalize;
 }
 
-MpiEvaluator::MpiEvaluator(const Evaluator& local, int ranks)
-    : local_(local), ranks_(ranks), free_slots_(static_cast<std::size_t>(ranks), 0), scored_(static_cast<std::size_t>(ranks), 0),
-      ready_future_(ready_.get_future().share()) {
+MpiEvaluator::MpiEvaluator(const Evaluator& local, int ranks, double rank_timeout_s)
+    : local_(local), ranks_(ranks), rank_timeout_(rank_timeout_s), free_slots_(static_cast<std::size_t>(ranks), 0),
+      scored_(static_cast<std::size_t>(ranks), 0), lost_(static_cast<std::size_t>(ranks), 0),
+      last_heard_(static_cast<std::size_t>(ranks)), ready_future_(ready_.get_future().share()) {
   dispatcher_ = std::thread([this] { dispatch(); });
 }
 
@@ -171,6 +195,14 @@ int MpiEvaluator::remote_slots() const {
   int n = 0;
   for (int r = 1; r < ranks_; ++r) n += free_slots_[static_cast<std::size_t>(r)];
   return n;
+}
+
+std::vector<int> MpiEvaluator::lost_ranks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> out;
+  for (int r = 1; r < ranks_; ++r)
+    if (lost_[static_cast<std::size_t>(r)]) out.push_back(r);
+  return out;
 }
 
 std::vector<long> MpiEvaluator::scored_per_rank() const {
@@ -207,6 +239,21 @@ Evaluation MpiEvaluator::evaluate_detailed(const Plan& plan) const {
   return e;
 }
 
+// A rank not heard from for rank_timeout_: lost. Its in-flight evaluations fail, it gets no more
+// (called with mu_ held; the promises are kept in `failed` and set outside the lock).
+void MpiEvaluator::lose_silent_ranks(std::vector<std::shared_ptr<Job>>& failed) {
+  const auto now = std::chrono::steady_clock::now();
+  for (int r = 1; r < ranks_; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    if (lost_[k] || std::chrono::duration<double>(now - last_heard_[k]).count() < rank_timeout_) continue;
+    lost_[k] = 1;
+    free_slots_[k] = 0;
+    for (auto it = inflight_.begin(); it != inflight_.end();)
+      if (it->second->rank == r) failed.push_back(it->second), it = inflight_.erase(it);
+      else ++it;
+  }
+}
+
 void MpiEvaluator::dispatch() {
   for (int k = 1; k < ranks_; ++k) {
     MPI_Status st;
@@ -214,39 +261,56 @@ void MpiEvaluator::dispatch() {
     const json hello = json::parse(receive(st));
     std::lock_guard<std::mutex> lock(mu_);
     free_slots_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::max(1, hello.at("slots").get<int>());
+    last_heard_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::chrono::steady_clock::now();
   }
   ready_.set_value();
   for (;;) {
     std::deque<std::shared_ptr<Job>> out;
+    std::vector<std::shared_ptr<Job>> failed;
     bool idle = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      lose_silent_ranks(failed);
       out.swap(outbox_);
       idle = inflight_.empty() && out.empty();
-      if (idle && stop_) break;
+      if (idle && stop_ && failed.empty()) break;
       if (idle) cv_.wait_for(lock, std::chrono::milliseconds(10));
+    }
+    for (const auto& j : failed) {
+      Evaluation e;
+      e.score.failed = true;
+      e.score.reason = "MPI rank " + std::to_string(j->rank) + " stopped answering (it died or hung): its evaluations in flight failed";
+      j->done.set_value(e);
     }
     for (const auto& j : out) send(j->plan, j->rank, kJob);
     int flag = 0;
     MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, kResult, MPI_COMM_WORLD, &flag, &st);
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
     if (!flag) {
       if (out.empty() && !idle) std::this_thread::sleep_for(kIdle);
       continue;
     }
-    const json reply = json::parse(receive(st));
+    const std::string text = receive(st);
     std::shared_ptr<Job> job;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      const auto from = static_cast<std::size_t>(st.MPI_SOURCE);
+      last_heard_[from] = std::chrono::steady_clock::now();
+      if (st.MPI_TAG != kResult || lost_[from]) continue;  // a heartbeat, or too late
+      const json reply = json::parse(text);
       auto it = inflight_.find(reply.at("id").get<long>());
+      if (it == inflight_.end()) continue;
       job = it->second;
       inflight_.erase(it);
-      ++free_slots_[static_cast<std::size_t>(job->rank)];
-      ++scored_[static_cast<std::size_t>(job->rank)];
+      ++free_slots_[from];
+      ++scored_[from];
+      job->result = decode(reply);
     }
-    job->done.set_value(decode(reply));
+    job->done.set_value(job->result);
   }
-  for (int r = 1; r < ranks_; ++r) send("", r, kStop);
+  const bool finalize = lost_ranks().empty();
+  for (int r = 1; r < ranks_; ++r)
+    if (!lost_[static_cast<std::size_t>(r)]) send(json{{"finalize", finalize}}.dump(), r, kStop);
 }
 
 }  // namespace shardsim::cli

@@ -12,11 +12,15 @@
 // as a single-process run with the same seeds (tested with mpirun -np 2).
 // On rank 0 every MPI call is made by one dispatcher thread (MPI_THREAD_SERIALIZED suffices); on
 // worker ranks by the main thread, with evaluations on TBB threads.
-// Not handled: a rank that dies. Open MPI's mpirun then ends the whole job; the study's journal
-// holds every finished batch, so `shardsim search --resume DIR` continues it (docs/open-evaluator.md).
+// A rank that dies (or hangs) costs its evaluations in flight, not the study: worker ranks send a
+// heartbeat every 250 ms; one not heard from for --rank-timeout seconds is lost, its in-flight
+// evaluations are scored failed, and rank 0 goes on without it. For mpirun not to end the whole
+// job when a rank dies, launch with `--enable-recovery --mca orte_abort_on_non_zero_status 0`
+// (Open MPI 4); after a loss nobody calls MPI_Finalize (its fence would wait for the lost rank).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -48,20 +52,25 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Ends the process without MPI_Finalize, whose fence would wait forever for a lost rank.
+  [[noreturn]] static void exit_without_finalize(int status);
 
  private:
   int rank_ = 0, size_ = 1;
 };
 
 // Ranks ≥ 1: says hello with `slots`, then scores rank 0's plans with `local` (up to `slots` at
-// once) until STOP; plans are read back for `model` on `cluster`.
-void serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots);
+// once) and sends a heartbeat every 250 ms, until STOP; plans are read back for `model` on
+// `cluster`. Returns false when rank 0 lost a rank (then nobody may call MPI_Finalize).
+bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots);
 
 // Rank 0: the driver's evaluator. Thread-safe (Constant): evaluate_detailed() may be called from
 // every driver thread; each call blocks until its score is back.
 class MpiEvaluator : public Evaluator {
  public:
-  MpiEvaluator(const Evaluator& local, int ranks);
+  // A rank not heard from (results or heartbeats) for `rank_timeout_s` is lost: its evaluations in
+  // flight fail (scored failed, naming the rank) and it gets no more.
+  MpiEvaluator(const Evaluator& local, int ranks, double rank_timeout_s);
   ~MpiEvaluator() override;  // STOP to every worker, then the dispatcher ends
   Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
   Evaluation evaluate_detailed(const Plan& plan) const override;
@@ -71,6 +80,8 @@ class MpiEvaluator : public Evaluator {
   int remote_slots() const;
   // Evaluations scored on each rank so far (index 0 = this rank).
   std::vector<long> scored_per_rank() const;
+  // The ranks lost so far.
+  std::vector<int> lost_ranks() const;
 
  private:
   struct Job {
@@ -78,17 +89,22 @@ class MpiEvaluator : public Evaluator {
     int rank = 0;
     std::string plan;
     std::promise<Evaluation> done;
+    Evaluation result;
   };
   void dispatch();
+  void lose_silent_ranks(std::vector<std::shared_ptr<Job>>& failed);
 
   const Evaluator& local_;
   int ranks_;
+  double rank_timeout_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   mutable std::deque<std::shared_ptr<Job>> outbox_;
   mutable std::map<long, std::shared_ptr<Job>> inflight_;
   mutable std::vector<int> free_slots_;        // per rank (0 unused)
   mutable std::vector<long> scored_;           // per rank
+  std::vector<char> lost_;                     // per rank
+  std::vector<std::chrono::steady_clock::time_point> last_heard_;  // per rank
   mutable long next_id_ = 1;
   int hellos_ = 0;
   std::promise<void> ready_;                   // every HELLO received
