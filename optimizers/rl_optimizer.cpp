@@ -19,6 +19,8 @@ struct Settings {
   bool dim_given;
   double lr, entropy, risk, imitate;
   double copy = 1;  // initial β of a fresh policy
+  double local = 0;  // share of proposals that are local moves around a top elite
+  int local_free = 2;
   bool rank_shaping;
   bool seed_portfolio;
   std::string policy_in;
@@ -42,6 +44,8 @@ Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
   s.risk = real("risk", 1, 0.01, 1);
   s.imitate = real("imitate", 0.5, 0, 100);
   s.copy = real("copy", 1, 0, 100);
+  s.local = real("local", 0, 0, 1);
+  s.local_free = integer("local_free", 2, 1, 64);
   const std::string shaping = ctx.text(name, "shaping", "rank");
   if (shaping != "rank" && shaping != "zscore")
     throw InputError("--param", name + ".shaping", "\"" + shaping + "\" is not rank or zscore");
@@ -86,6 +90,8 @@ RlOptimizer::RlOptimizer(const OptimizerContext& ctx, const std::string& name, b
   imitate_ = s.imitate;
   rank_shaping_ = s.rank_shaping;
   seed_portfolio_ = s.seed_portfolio;
+  local_ = s.local;
+  local_free_ = s.local_free;
   policy_ = make_policy(s, ctx, name, attention);
   adam_ = Adam(s.lr);
   std::set<std::string> seen;
@@ -137,16 +143,21 @@ std::vector<Genes> RlOptimizer::ask(int n) {
   // The trie rules out every genome sampled before; the key check catches the rare genome that is
   // not canonical (decoded under a fallback mask) and equals an earlier plan.
   for (int misses = 0; static_cast<int>(out.size()) < n && !trie_.exhausted() && misses < 100;) {
+    // A local move: a top elite with a few decisions redrawn from π (learned from through the
+    // elites only: its other decisions were not drawn from π).
+    const bool local = local_ > 0 && !elites_.empty() && rng_.uniform() < local_;
+    const Genes anchor = local ? local_anchor() : Genes{};
+    const Genes* a = local ? &anchor : nullptr;
     Episode ep;
     bool fresh = false;
     for (int t = 0; t < retries_ && !fresh; ++t) {
-      ep = policy_.sample(ctx, rng_, nullptr, 1.0 + 0.25 * t, &cache);
+      ep = policy_.sample(ctx, rng_, nullptr, 1.0 + 0.25 * t, &cache, a);
       fresh = !proposed_.count(space_.key(ep.genes));
     }
     if (fresh)
       trie_.insert(space_, ep.genes);
     else
-      ep = policy_.sample(ctx, rng_, &trie_, 1.0 + 0.25 * retries_, &cache);
+      ep = policy_.sample(ctx, rng_, &trie_, 1.0 + 0.25 * retries_, &cache, a);
     if (!proposed_.insert(space_.key(ep.genes)).second) {
       ++misses;
       continue;
@@ -154,15 +165,28 @@ std::vector<Genes> RlOptimizer::ask(int n) {
     if (static_cast<int>(screened_.size()) < screen_) {  // a plan check_plan refuses costs no budget
       const PlanCheck chk = space_.check(ep.genes);
       if (!chk.feasible()) {
-        screened_.push_back({std::move(ep), infeasible_score(chk)});
+        if (!local) screened_.push_back({std::move(ep), infeasible_score(chk)});
         ++screened_total_;
         continue;
       }
     }
     out.push_back(ep.genes);
-    pending_.push_back({std::move(ep), true});
+    pending_.push_back({std::move(ep), !local});
   }
   return out;
+}
+
+Genes RlOptimizer::local_anchor() {
+  Genes anchor = elites_[static_cast<std::size_t>(rng_.below(std::min<int>(3, static_cast<int>(elites_.size()))))].genes;
+  std::vector<int> open;  // decisions with a choice
+  for (int d = 0; d < space_.num_decisions(); ++d)
+    if (space_.decisions()[static_cast<std::size_t>(d)].size() > 1) open.push_back(d);
+  for (int k = 0; k < local_free_ && !open.empty(); ++k) {
+    const int i = rng_.below(static_cast<int>(open.size()));
+    anchor[static_cast<std::size_t>(open[static_cast<std::size_t>(i)])] = -1;
+    open.erase(open.begin() + i);
+  }
+  return anchor;
 }
 
 void RlOptimizer::tell(const std::vector<Evaluated>& results) {

@@ -31,6 +31,8 @@
 // Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
 //   retries 20, screen 64, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
+//   local 0 (share of proposals that are local moves: one of the top three elites with local_free 2
+//   decisions redrawn from π given the rest; they feed the elites, not the policy gradient),
 //   policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
 //   is refused; entries the space needs and the file lacks are initialised from the seed).
 // Determinism: proposals depend only on ctx.seed (streams "rl"/"rl-noattn" and the policy's
@@ -88,6 +90,10 @@ class RlOptimizer : public Optimizer {
   double entropy_, risk_, imitate_;
   bool rank_shaping_;
   bool seed_portfolio_;
+  double local_ = 0;
+  int local_free_ = 2;
+  // One of the top three elites with `local_free_` decisions freed (−1), for a local move.
+  Genes local_anchor();
   std::vector<Genes> portfolio_;  // distinct, in the given order
   // Learning state.
   RlPolicy policy_;

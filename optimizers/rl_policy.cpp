@@ -260,7 +260,8 @@ void RlPolicy::forward_step(const Context& ctx, int d, const VectorXd& s, const 
   for (int i = 0; i < m; ++i) st.entropy -= std::exp(st.logp[i]) * st.logp[i];
 }
 
-Episode RlPolicy::sample(const Context& ctx, Rng& rng, PlanTrie* trie, double temperature, DecodeCache* cache) const {
+Episode RlPolicy::sample(const Context& ctx, Rng& rng, PlanTrie* trie, double temperature, DecodeCache* cache,
+                         const Genes* anchor) const {
   if (!space_) throw std::logic_error("RlPolicy: bind() a space first");
   if (trie && trie->exhausted()) throw std::logic_error("RlPolicy::sample: every reachable genome was proposed");
   const int n = space_->num_decisions();
@@ -293,7 +294,10 @@ Episode RlPolicy::sample(const Context& ctx, Rng& rng, PlanTrie* trie, double te
     const int allowed = static_cast<int>(std::count(mask.begin(), mask.end(), 1));
     if (allowed == 0) throw std::logic_error("RlPolicy::sample: a decision has no allowed value");
     int g = static_cast<int>(std::find(mask.begin(), mask.end(), 1) - mask.begin());
-    if (allowed > 1) {
+    const int forced = anchor ? (*anchor)[static_cast<std::size_t>(d)] : -1;
+    if (forced >= 0 && forced < static_cast<int>(mask.size()) && mask[static_cast<std::size_t>(forced)]) {
+      g = forced;  // kept from the anchor (a local move changes only the free decisions)
+    } else if (allowed > 1) {
       // Logits of every value the decision mask allows (they do not depend on the trie's mask).
       VectorXd z;
       if (cn && cn->z.size()) {

@@ -162,9 +162,11 @@ class RlPolicy {
   // values leading only to genomes already in it are masked out too (sampling without
   // replacement), and the result is added to it. The masks used are recorded (they are those of
   // π in the loss); weight and entropy are left 0. `cache` (made for this `ctx` and the current
-  // parameters) only saves work. REQUIRES: !trie->exhausted().
+  // parameters) only saves work. `anchor` (one value per decision, −1 = free): the decisions it
+  // fixes keep its value wherever the masks allow it, the free ones are drawn from π given them —
+  // a local move around the anchor genome. REQUIRES: !trie->exhausted().
   Episode sample(const Context& ctx, Rng& rng, PlanTrie* trie = nullptr, double temperature = 1,
-                 DecodeCache* cache = nullptr) const;
+                 DecodeCache* cache = nullptr, const Genes* anchor = nullptr) const;
   // The episode of a given genome (its masks under teacher forcing).
   Episode episode_of(const Genes& genes) const;
   // π(· | earlier genes of `ep`) for every decision: one vector of the decision's size, 0 where

@@ -215,6 +215,40 @@ TEST_CASE("rl: sampled genomes are canonical and allowed by the validity masks")
   }
 }
 
+TEST_CASE("rl: a local move keeps the anchor's fixed decisions and stays inside the masks") {
+  World w("deepseek-v3", "dgx-h100:4");
+  RlPolicy policy(8, true, 1);
+  policy.bind(w.space);
+  Rng rng("local", 1);
+  std::vector<EliteToken> elites;
+  for (const auto& g : w.portfolio) elites.push_back({g, 0.5, 0.5});
+  const RlPolicy::Context ctx = policy.encode(elites);
+  const Genes& base = w.portfolio.front();
+  const int n = w.space.num_decisions();
+  int changed_free = 0, runs = 0;
+  for (int free_d = 0; free_d < n; ++free_d) {
+    if (w.space.decisions()[static_cast<std::size_t>(free_d)].size() < 2) continue;
+    Genes anchor = base;
+    anchor[static_cast<std::size_t>(free_d)] = -1;
+    for (int i = 0; i < 10; ++i, ++runs) {
+      const Episode e = policy.sample(ctx, rng, nullptr, 2.0, nullptr, &anchor);
+      REQUIRE(w.space.in_range(e.genes));
+      for (int d = 0; d < n; ++d) {
+        const auto& mask = e.masks[static_cast<std::size_t>(d)];
+        const int g = e.genes[static_cast<std::size_t>(d)];
+        CHECK(mask[static_cast<std::size_t>(g)]);
+        if (d == free_d) {
+          changed_free += g != base[static_cast<std::size_t>(d)];
+        } else if (mask[static_cast<std::size_t>(base[static_cast<std::size_t>(d)])]) {
+          CHECK(g == base[static_cast<std::size_t>(d)]);  // a fixed decision keeps the anchor's value wherever allowed
+        }
+      }
+    }
+  }
+  REQUIRE(runs > 0);
+  CHECK(changed_free > 0);  // the freed decisions are drawn from π
+}
+
 TEST_CASE("rl: sampling without replacement covers a small space once, then stops") {
   SpaceOptions o{true, false, false, false};  // degrees only: a few dozen plans
   World w("mixtral-8x7b", "dgx-h100:1", o);
