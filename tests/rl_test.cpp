@@ -196,14 +196,23 @@ TEST_CASE("rl: policy gradient matches central finite differences (attention)") 
 
 TEST_CASE("rl: policy gradient matches central finite differences (no attention)") { check_gradient(false); }
 
+// A fresh policy on DeepSeek-V3 / 32 GPUs with the portfolio as its elites.
+struct PortfolioPolicy {
+  World w{"deepseek-v3", "dgx-h100:4"};
+  RlPolicy policy{8, true, 1};
+  RlPolicy::Context ctx;
+  PortfolioPolicy() {
+    policy.bind(w.space);
+    std::vector<EliteToken> elites;
+    for (const auto& g : w.portfolio) elites.push_back({g, 0.5, 0.5});
+    ctx = policy.encode(elites);
+  }
+};
+
 TEST_CASE("rl: sampled genomes are canonical and allowed by the validity masks") {
-  World w("deepseek-v3", "dgx-h100:4");
-  RlPolicy policy(8, true, 1);
-  policy.bind(w.space);
+  PortfolioPolicy pp;
+  auto& [w, policy, ctx] = pp;
   Rng rng("masks", 1);
-  std::vector<EliteToken> elites;
-  for (const auto& g : w.portfolio) elites.push_back({g, 0.5, 0.5});
-  const RlPolicy::Context ctx = policy.encode(elites);
   for (int i = 0; i < 50; ++i) {
     Episode e = policy.sample(ctx, rng);
     REQUIRE(w.space.in_range(e.genes));
@@ -216,13 +225,9 @@ TEST_CASE("rl: sampled genomes are canonical and allowed by the validity masks")
 }
 
 TEST_CASE("rl: a local move keeps the anchor's fixed decisions and stays inside the masks") {
-  World w("deepseek-v3", "dgx-h100:4");
-  RlPolicy policy(8, true, 1);
-  policy.bind(w.space);
+  PortfolioPolicy pp;
+  auto& [w, policy, ctx] = pp;
   Rng rng("local", 1);
-  std::vector<EliteToken> elites;
-  for (const auto& g : w.portfolio) elites.push_back({g, 0.5, 0.5});
-  const RlPolicy::Context ctx = policy.encode(elites);
   const Genes& base = w.portfolio.front();
   const int n = w.space.num_decisions();
   int changed_free = 0, runs = 0;

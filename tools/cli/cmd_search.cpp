@@ -88,15 +88,6 @@ int cores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 std::string clock_text(double s) {
   char buf[32];
   long t = std::lround(s);
@@ -411,24 +402,7 @@ void print_done(const SearchOptions& opt, const std::string& md, const SearchRep
 
 EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
                                  SimgridRunner* runner) {
-  EvaluatorInputs ei;
-  ei.model = &L.model;
-  ei.cluster = L.cluster.get();
-  ei.cluster_spec = opt.in.cluster;
-  ei.trace = &L.trace;
-  ei.routing = L.routing.get();
-  ei.serving = so;
-  ei.tier = opt.fidelity;
-  ei.runner = runner;
-  ei.samples = opt.samples;
-  ei.objective = opt.objective == "throughput"        ? Objective::Throughput
-                 : opt.objective == "goodput"         ? Objective::Goodput
-                 : opt.objective == "throughput-tpot" ? Objective::ThroughputTpot
-                                                      : Objective::MaxRate;
-  ei.goal = parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal");
-  ei.arrivals = opt.in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
-  ei.seed = opt.in.seed;
-  return ei;
+  return search_evaluator_inputs(opt.in, L, so, opt.fidelity, opt.objective, opt.goal, opt.samples, runner, "--goal");
 }
 
 // Reports and writes what the search found; returns 0, or 128 + the signal that stopped it.
@@ -496,7 +470,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   const std::unique_ptr<SearchSpace> space_owner = make_search_space(L.model, *L.cluster, base, parse_space_options(opt.space, "--space"));
   const SearchSpace& space = *space_owner;
 
-  auto names = split(opt.optimizers);
+  auto names = split_list(opt.optimizers);
   if (names.empty()) throw InputError("--optimizers", opt.optimizers, "no optimizer named");
   OptimizerParams params = make_params(opt, names);
   if (!opt.reference.empty() && (std::find(names.begin(), names.end(), opt.reference) == names.end() ||

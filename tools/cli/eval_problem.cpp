@@ -9,6 +9,7 @@
 #include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/search_runs.hpp"
 #include "tools/cli/simulate_json.hpp"
 
 namespace shardsim::cli {
@@ -96,23 +97,8 @@ EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_pro
   space_ = make_search_space(L_.model, *L_.cluster, base, parse_space_options(opt_.space, "/space"));
   rules_ = portfolio_genes(*space_);
   if (pool) runner_ = make_pool_runner(*pool);
-  EvaluatorInputs ei;
-  ei.model = &L_.model;
-  ei.cluster = L_.cluster.get();
-  ei.cluster_spec = opt_.in.cluster;
-  ei.trace = &L_.trace;
-  ei.routing = L_.routing.get();
-  ei.serving = so_;
-  ei.tier = opt_.fidelity;
-  ei.runner = runner_.get();
-  ei.samples = opt_.samples;
-  ei.objective = opt_.objective == "throughput"        ? Objective::Throughput
-                 : opt_.objective == "goodput"         ? Objective::Goodput
-                 : opt_.objective == "throughput-tpot" ? Objective::ThroughputTpot
-                                                       : Objective::MaxRate;
-  ei.goal = parse_slo_goal(opt_.goal, so_.slo_ttft, so_.slo_tpot, "/goal");
-  ei.arrivals = opt_.in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
-  ei.seed = opt_.in.seed;
+  const EvaluatorInputs ei =
+      search_evaluator_inputs(opt_.in, L_, so_, opt_.fidelity, opt_.objective, opt_.goal, opt_.samples, runner_.get(), "/goal");
   evaluator_ = std::make_unique<ServingEvaluator>(ei);
 }
 

@@ -22,15 +22,6 @@ bool is_builtin(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // The problem as the driver's evaluator: built-in runs share the problem's cache with the
 // outside runs (a plan an outside optimizer scored is not simulated again).
 class ProblemEvaluator : public Evaluator {
@@ -131,7 +122,7 @@ std::vector<json> EvalStudy::evaluate_many(const std::string& optimizer, std::ui
 json EvalStudy::report(const StudyReportOptions& o) const {
   if (o.out.empty()) throw InputError(kSource, "/out", "a study folder is required");
   const SearchSpace& space = problem_.space();
-  std::vector<std::string> names = split(o.optimizers);
+  std::vector<std::string> names = split_list(o.optimizers);
   for (const auto& n : names)
     if (!is_builtin(n)) throw InputError(kSource, "/optimizers", n + " is not a built-in optimizer (outside runs join by their evaluations)");
   std::vector<SearchRun> runs = make_runs(names, problem_.rules(), space, parse_seeds(o.seeds));

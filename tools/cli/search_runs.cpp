@@ -2,6 +2,7 @@
 #include "tools/cli/search_runs.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
@@ -27,6 +28,38 @@ SeedRange parse_seeds(const std::string& text) {
 json seeds_json(const std::string& text) {
   const SeedRange r = parse_seeds(text);
   return text.find("..") == std::string::npos ? json(r.last) : json(text);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
+                                        const std::string& fidelity, const std::string& objective, const std::string& goal,
+                                        int samples, SimgridRunner* runner, const std::string& goal_source) {
+  EvaluatorInputs ei;
+  ei.model = &L.model;
+  ei.cluster = L.cluster.get();
+  ei.cluster_spec = in.cluster;
+  ei.trace = &L.trace;
+  ei.routing = L.routing.get();
+  ei.serving = so;
+  ei.tier = fidelity;
+  ei.runner = runner;
+  ei.samples = samples;
+  ei.objective = objective == "throughput"        ? Objective::Throughput
+                 : objective == "goodput"         ? Objective::Goodput
+                 : objective == "throughput-tpot" ? Objective::ThroughputTpot
+                                                  : Objective::MaxRate;
+  ei.goal = parse_slo_goal(goal, so.slo_ttft, so.slo_tpot, goal_source);
+  ei.arrivals = in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
+  ei.seed = in.seed;
+  return ei;
 }
 
 std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const std::vector<RuleGenes>& rules,

@@ -10,6 +10,8 @@
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
+#include "optimizers/serving_evaluator.hpp"
+#include "tools/cli/sim_inputs.hpp"
 
 namespace shardsim::cli {
 
@@ -21,6 +23,16 @@ struct SeedRange {
 SeedRange parse_seeds(const std::string& text);
 // What results.json and the journal record: the count as a number (as studies always did), a range as text.
 json seeds_json(const std::string& text);
+
+// "a,b,,c" → {"a", "b", "c"}.
+std::vector<std::string> split_list(const std::string& s);
+
+// The serving evaluator's inputs for a search (or an open problem) on `L` with serving options
+// `so`: the tier, objective ("throughput" | "goodput" | "throughput-tpot" | "max-rate"), goal
+// (parsed with InputError source `goal_source`) and SimGrid samples. `runner` may be null at the analytic tier.
+EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
+                                        const std::string& fidelity, const std::string& objective, const std::string& goal,
+                                        int samples, SimgridRunner* runner, const std::string& goal_source);
 
 // One run per seed of each optimizer; megatron and exhaustive (deterministic) run once, with the
 // portfolio's size and the space's size as their budgets.
