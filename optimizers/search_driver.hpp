@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "optimizers/evaluator.hpp"
@@ -27,6 +28,9 @@
 namespace shardsim {
 
 struct SearchRun {
+  SearchRun() = default;
+  SearchRun(std::string optimizer_name, std::uint64_t run_seed, long run_budget, std::vector<Genes> run_script = {})
+      : optimizer(std::move(optimizer_name)), seed(run_seed), budget(run_budget), script(std::move(run_script)) {}
   std::string optimizer;
   std::uint64_t seed = 1;
   long budget = 0;                   // 0 = the settings' budget
