@@ -255,7 +255,14 @@ int main(int argc, char** argv) {
   }
   // Worker pools fork their zygotes first, before any thread exists.
   WorkerPool one(1, simgrid_worker_handler), two(2, simgrid_worker_handler);
-  int requests = argc > 1 ? std::atoi(argv[1]) : 1000;
+  // [N [analytic]] or analytic: N requests (1,000), only the 9-plan table with "analytic".
+  const std::string first = argc > 1 ? argv[1] : "";
+  const bool only_analytic = first == "analytic" || (argc > 2 && std::string(argv[2]) == "analytic");
+  if (!first.empty() && first != "analytic" && first.find_first_not_of("0123456789") != std::string::npos) {
+    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | accuracy [FILTER] | search\n");
+    return 2;
+  }
+  int requests = !first.empty() && first != "analytic" ? std::atoi(first.c_str()) : 1000;
   ModelSpec m = load_model("deepseek-v3");
   Cluster c = load_cluster("dgx-h100:8");
   RequestTrace t = head(load_request_trace("azure-conv"), static_cast<std::size_t>(requests));
@@ -270,7 +277,7 @@ int main(int argc, char** argv) {
   if (!ms.empty())
     std::printf("\nmedian %.1f ms, max %.1f ms per plan (targets ≤ 20 ms, ≤ 100 ms), %.2f plans/s on one core; peak memory %.0f MB\n",
                 ms[ms.size() / 2], ms.back(), 1000.0 * static_cast<double>(ms.size()) / total, peak_rss_mb());
-  if (argc > 2 && std::string(argv[2]) == "analytic") return 0;
+  if (only_analytic) return 0;
   bench_large();
   bench_simgrid(one, two, m, c, t, routing.get());
   std::printf("\nfull fidelity: one decode step of moe-1.6t on dgx-h100:128 (target ≤ 10 s, ≤ 2 GB)\n");
