@@ -462,8 +462,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   LoadedInputs L = load_inputs(opt.in);
   ServingOptions so = L.serving;
   // The throughput objectives replay offline unless the user chose the arrivals (or --online).
-  const bool throughput = opt.objective == "throughput" || opt.objective == "throughput-tpot";
-  so.offline = opt.in.offline || (throughput && !opt.online && !load_given(opt.in));
+  so.offline = search_replays_offline(opt.in, opt.objective, opt.online);
 
   Plan base = default_plan(L.model);
   if (!opt.base.empty()) base = load_plan(opt.base, L.model, *L.cluster);

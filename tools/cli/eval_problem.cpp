@@ -90,8 +90,7 @@ EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_pro
     throw InputError(kSource, "/fidelity", opt_.fidelity + " needs the SimGrid worker pool, which this process did not start");
   L_ = load_inputs(opt_.in);
   so_ = L_.serving;
-  const bool throughput = opt_.objective == "throughput" || opt_.objective == "throughput-tpot";
-  so_.offline = opt_.in.offline || (throughput && !opt_.online && !load_given(opt_.in));
+  so_.offline = search_replays_offline(opt_.in, opt_.objective, opt_.online);
   Plan base = default_plan(L_.model);
   if (!opt_.base.empty()) base = load_plan(opt_.base, L_.model, *L_.cluster);
   space_ = make_search_space(L_.model, *L_.cluster, base, parse_space_options(opt_.space, "/space"));
@@ -139,21 +138,28 @@ json EvalProblem::study_inputs() const {
   return j;
 }
 
+ResolvedPlan EvalProblem::resolve_plan(Plan plan, std::string text) const {
+  ResolvedPlan r;
+  r.plan = std::move(plan);
+  r.text = std::move(text);
+  Genes g;
+  if (!space_->encode(r.plan, g)) return r;
+  r.in_space = true;
+  r.genes = space_->canonical(g);
+  r.key = space_->key(r.genes);
+  json given = plan_to_json(r.plan), decoded = plan_to_json(space_->decode(r.genes));
+  given.erase("name"), decoded.erase("name");
+  r.exact = given == decoded;
+  return r;
+}
+
 ResolvedPlan EvalProblem::resolve(const json& plan) const {
   ResolvedPlan r;
   const SearchSpace& s = *space_;
   Genes g;
   if (plan.is_string()) {
-    r.text = plan.get<std::string>();
-    r.plan = load_plan(r.text, L_.model, *L_.cluster);
-    if (!s.encode(r.plan, g)) return r;
-    r.in_space = true;
-    r.genes = s.canonical(g);
-    r.key = s.key(r.genes);
-    json given = plan_to_json(r.plan), decoded = plan_to_json(s.decode(r.genes));
-    given.erase("name"), decoded.erase("name");
-    r.exact = given == decoded;
-    return r;
+    const std::string text = plan.get<std::string>();
+    return resolve_plan(load_plan(text, L_.model, *L_.cluster), text);
   } else if (plan.is_object()) {
     if (!s.encode(s.base(), g)) g.assign(static_cast<std::size_t>(s.num_decisions()), 0);  // base outside: first values
     for (auto it = plan.begin(); it != plan.end(); ++it) {

@@ -84,6 +84,8 @@ class EvalProblem {
   json study_inputs() const;
 
   ResolvedPlan resolve(const json& plan) const;
+  // A plan already built (`text` names it): its genome, key and exactness in the space.
+  ResolvedPlan resolve_plan(Plan plan, std::string text) const;
   // {"plan", "key", "feasible", "objective", "unit", "violation", "reason", "failed",
   //  "violations": [{field, reason}], "metrics": {...} (when it ran), "faults": {...}, "cached"}.
   json score(const json& plan) const;

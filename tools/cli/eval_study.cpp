@@ -29,16 +29,8 @@ class ProblemEvaluator : public Evaluator {
   explicit ProblemEvaluator(const EvalProblem& p) : p_(p) {}
   Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
   Evaluation evaluate_detailed(const Plan& plan) const override {
-    ResolvedPlan r;
-    r.plan = plan;
-    r.text = plan_to_string(plan);
-    r.in_space = r.exact = p_.space().encode(plan, r.genes);  // the driver's plans are decoded genomes
-    if (r.in_space) {
-      r.genes = p_.space().canonical(r.genes);
-      r.key = p_.space().key(r.genes);
-    }
     Evaluation e;
-    p_.score_resolved(r, &e);
+    p_.score_resolved(p_.resolve_plan(plan, plan_to_string(plan)), &e);
     return e;
   }
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }

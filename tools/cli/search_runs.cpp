@@ -39,6 +39,11 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+bool search_replays_offline(const SimInputs& in, const std::string& objective, bool online) {
+  const bool throughput = objective == "throughput" || objective == "throughput-tpot";
+  return in.offline || (throughput && !online && !load_given(in));
+}
+
 EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
                                         const std::string& fidelity, const std::string& objective, const std::string& goal,
                                         int samples, SimgridRunner* runner, const std::string& goal_source) {

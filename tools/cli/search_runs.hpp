@@ -27,6 +27,10 @@ json seeds_json(const std::string& text);
 // "a,b,,c" → {"a", "b", "c"}.
 std::vector<std::string> split_list(const std::string& s);
 
+// Whether a search replays the trace offline: when asked to, or for the throughput objectives
+// unless `online` or a load (rate, clients) is given.
+bool search_replays_offline(const SimInputs& in, const std::string& objective, bool online);
+
 // The serving evaluator's inputs for a search (or an open problem) on `L` with serving options
 // `so`: the tier, objective ("throughput" | "goodput" | "throughput-tpot" | "max-rate"), goal
 // (parsed with InputError source `goal_source`) and SimGrid samples. `runner` may be null at the analytic tier.
