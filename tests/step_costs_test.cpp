@@ -123,12 +123,60 @@ TEST_CASE("step costs: a decode step is its family's mean over five executed ste
   CHECK(blind.interpolated() == 0);
 }
 
+TEST_CASE("step costs: a batch size with too few samples of its own is the line through its neighbours' when their routing is steady") {
+  // Expert time linear in the batch (1 ms per sequence), no scatter: the fitted line reproduces it.
+  StepCache cache;
+  StepCosts costs(12, true, true, 0, cache, mock_attention);
+  auto seqs = [](const ReplicaBatch& b) { return static_cast<double>(b.groups[0].size()); };
+  Counted run{costs, [&](const ReplicaBatch& b) { return step_of(b, 1e-3 * seqs(b)); }};
+  for (int ctx : {1000, 1100}) {
+    run(decode_batch(8, ctx));
+    run(decode_batch(10, ctx));
+  }
+  REQUIRE(run.executed == 4);  // two samples each: neither family has five of its own
+  const StepTiming t = run(decode_batch(9, 3000));
+  CHECK(run.executed == 4);
+  CHECK(costs.interpolated() == 1);
+  CHECK(t.critical[kExperts] == doctest::Approx(9e-3));
+  CHECK(t.critical[kAttn] == doctest::Approx(mock_attention(decode_batch(9, 3000)).critical));
+  CHECK(t.makespan == doctest::Approx(mock_attention(decode_batch(9, 3000)).critical + 9e-3));
+  run(decode_batch(10, 1500));  // an end of the pooled span: still inside it
+  CHECK(run.executed == 4);
+  // Never extrapolated: 12 has neighbours (10) on one side only; then 11 is bracketed.
+  run(decode_batch(12, 1000));
+  run(decode_batch(12, 1100));
+  CHECK(run.executed == 6);
+  const StepTiming u = run(decode_batch(11, 2000));
+  CHECK(run.executed == 6);
+  CHECK(u.critical[kExperts] == doctest::Approx(11e-3));
+  // Three buckets away is no neighbour: 15 has 13 … 17 to pool, none executed.
+  run(decode_batch(15, 1000));
+  CHECK(run.executed == 7);
+
+  // Noisy routing (expert time ±20% from sample to sample): the scatter keeps the neighbours'
+  // line from standing in, and 9 waits for five samples of its own like any family.
+  StepCache noisy_cache;
+  StepCosts noisy(12, true, true, 0, noisy_cache, mock_attention);
+  auto luck = [](const ReplicaBatch& b) { return b.groups[0][0].context / 100 % 2 ? 1.2 : 0.8; };
+  Counted run2{noisy, [&](const ReplicaBatch& b) { return step_of(b, 1e-3 * seqs(b) * luck(b)); }};
+  for (int ctx : {1000, 1100, 1200}) {
+    run2(decode_batch(8, ctx));
+    run2(decode_batch(10, ctx));
+  }
+  REQUIRE(run2.executed == 6);
+  for (int ctx : {1000, 1100, 1200, 1300, 1400}) run2(decode_batch(9, ctx));
+  CHECK(run2.executed == 11);
+  run2(decode_batch(9, 3000));
+  CHECK(run2.executed == 11);
+}
+
 TEST_CASE("step costs: attention-DP decode steps of one size share a family however unevenly the groups hold the context") {
   // Four groups of one sequence: the family is the batch size and its largest group; the critical
   // attention (the longest group's) and the per-GPU one (all groups') come from the estimator.
   StepCache cache;
   StepCosts costs(12, true, true, 0, cache, mock_attention);
-  Counted run{costs, [](const ReplicaBatch& b) { return step_of(b, 4e-3); }};
+  const double samples[] = {3.8e-3, 4.2e-3, 3.8e-3, 4.2e-3, 4e-3};  // routing samples, mean 4 ms
+  Counted run{costs, [&](const ReplicaBatch& b) { return step_of(b, samples[run.executed - 1]); }};
   for (const auto& ctx : std::vector<std::vector<int>>{{200, 200, 200, 1000}, {400, 400, 400, 1300}, {600, 600, 600, 1700},
                                                        {800, 800, 800, 2100}, {900, 900, 900, 2500}})
     run(spread(ctx));

@@ -45,31 +45,47 @@ int bucket(double x, int b) {
 // Routing samples averaged before a decode family stands for new steps: with three, one unlucky
 // sample reached too many steps (Mixtral TP2 paced TPOT p50 −1.25% against the exact path).
 constexpr long kMinAnchors = 5;
-constexpr double kTokenSpan = 2.0;  // two executed mixed steps this close (ratio of tokens) interpolate
+constexpr double kTokenSpan = 2.0;
+// Batch-size buckets either way whose decode families pool their routing samples, how many samples
+// a pool needs at least, and the standard error (relative) its line must reach (performance.md).
+constexpr int kPoolBuckets = 2;
+constexpr double kMinPooled = 4;
+constexpr double kPoolPrecision = 0.005;  // two executed mixed steps this close (ratio of tokens) interpolate
 
-// a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
-StepTiming blend(const StepTiming& a, const StepTiming& b, double w) {
-  auto mix = [w](double x, double y) { return std::max(0.0, x + w * (y - x)); };
-  StepTiming t = a;
-  t.makespan = mix(a.makespan, b.makespan);
-  for (std::size_t i = 0; i < t.stage_time.size() && i < b.stage_time.size(); ++i) t.stage_time[i] = mix(a.stage_time[i], b.stage_time[i]);
+// Σ wᵢ·tᵢ field by field (weights summing to 1, negative ones allowed for a fitted line), each
+// field at least 0; kernels from the heaviest part.
+StepTiming weighted(const std::vector<std::pair<const StepTiming*, double>>& parts) {
+  std::size_t heaviest = 0;
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    if (parts[i].second >= parts[heaviest].second) heaviest = i;  // ties: the later part
+  StepTiming t = *parts[heaviest].first;
+  auto sum = [&](auto field) {
+    double x = 0;
+    for (const auto& [p, w] : parts) x += w * field(*p);
+    return std::max(0.0, x);
+  };
+  t.makespan = sum([](const StepTiming& p) { return p.makespan; });
+  for (std::size_t i = 0; i < t.stage_time.size(); ++i)
+    t.stage_time[i] = sum([i](const StepTiming& p) { return i < p.stage_time.size() ? p.stage_time[i] : 0.0; });
   for (std::size_t i = 0; i < t.critical.size(); ++i) {
-    t.critical[i] = mix(a.critical[i], b.critical[i]);
-    t.busy[i] = mix(a.busy[i], b.busy[i]);
+    t.critical[i] = sum([i](const StepTiming& p) { return p.critical[i]; });
+    t.busy[i] = sum([i](const StepTiming& p) { return p.busy[i]; });
   }
-  for (std::size_t i = 0; i < t.coll_by_kind.size(); ++i) t.coll_by_kind[i] = mix(a.coll_by_kind[i], b.coll_by_kind[i]);
-  t.comm_busy = mix(a.comm_busy, b.comm_busy);
-  t.comm_exposed = mix(a.comm_exposed, b.comm_exposed);
-  t.expert_imbalance = mix(a.expert_imbalance, b.expert_imbalance);
-  t.expert_time = mix(a.expert_time, b.expert_time);
-  t.idle_on_path = mix(a.idle_on_path, b.idle_on_path);
+  for (std::size_t i = 0; i < t.coll_by_kind.size(); ++i) t.coll_by_kind[i] = sum([i](const StepTiming& p) { return p.coll_by_kind[i]; });
+  t.comm_busy = sum([](const StepTiming& p) { return p.comm_busy; });
+  t.comm_exposed = sum([](const StepTiming& p) { return p.comm_exposed; });
+  t.expert_imbalance = sum([](const StepTiming& p) { return p.expert_imbalance; });
+  t.expert_time = sum([](const StepTiming& p) { return p.expert_time; });
+  t.idle_on_path = sum([](const StepTiming& p) { return p.idle_on_path; });
   for (std::size_t i = 0; i < t.link_bytes.size(); ++i) {
-    t.link_bytes[i] = mix(a.link_bytes[i], b.link_bytes[i]);
-    t.link_busiest[i] = mix(a.link_busiest[i], b.link_busiest[i]);
+    t.link_bytes[i] = sum([i](const StepTiming& p) { return p.link_bytes[i]; });
+    t.link_busiest[i] = sum([i](const StepTiming& p) { return p.link_busiest[i]; });
   }
-  t.kernels = w < 0.5 ? a.kernels : b.kernels;
   return t;
 }
+
+// a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
+StepTiming blend(const StepTiming& a, const StepTiming& b, double w) { return weighted({{&a, 1 - w}, {&b, w}}); }
 
 constexpr auto kAttn = static_cast<std::size_t>(OpClass::Attention);
 
@@ -165,11 +181,16 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
   }
   if (interpolate_mixed_ && !fresh && s.sums[0] > 0 && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
   CostFamily* family = nullptr;
-  if (interpolate_ && s.decode_only())
-    family = &cache_.families[{bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_), cost_class_}];
+  std::vector<int> fkey;
+  if (interpolate_ && s.decode_only()) {
+    fkey = {bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_), cost_class_};
+    family = &cache_.families[fkey];
+  }
   StepTiming t;
   if (family != nullptr && !fresh && family->count >= kMinAnchors) {
     t = with_attention(family->mean, family->attention, attention_(batch));
+    ++interpolated_;
+  } else if (family != nullptr && !fresh && from_neighbours(fkey, s.sums[0], batch, t)) {
     ++interpolated_;
   } else {
     t = execute();
@@ -179,10 +200,77 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
       const AttentionCost a = attention_(batch);
       family->mean = family->count == 1 ? t : blend(family->mean, t, w);
       family->attention = family->count == 1 ? a : mix(family->attention, a, w);
+      family->at += w * (s.sums[0] - family->at);
+      const double rest = t.makespan - a.critical, delta = rest - family->rest;  // Welford
+      family->rest += w * delta;
+      family->rest_m2 += delta * (rest - family->rest);
     }
   }
   cache_.by_shape.emplace(std::move(k), t);
   return t;
+}
+
+// A decode family with fewer than kMinAnchors routing samples of its own: the weighted least-squares
+// line, in decode tokens, through its own and its neighbours' means — the families kPoolBuckets
+// batch-size buckets either way with the same largest group and emitted tokens (or, where those
+// equal the batch, the neighbour's own) — once their samples bracket this step's tokens and pin
+// its routing-decided rest (makespan less critical attention) to kPoolPrecision, the line's
+// standard error at those tokens from the samples' scatter about it. The rest moves smoothly with
+// the batch (distinct experts hit, all-to-all sizes), so neighbours' samples count where the
+// routing is steady (DeepSeek-V3's 256 experts); where it is noisy (Mixtral's 8, top 2) the
+// scatter keeps the line from standing in, and a family waits for its own five.
+bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, const ReplicaBatch& batch,
+                                StepTiming& out) const {
+  struct Part {
+    const CostFamily* f;
+    double x, c;
+  };
+  std::vector<Part> parts;
+  double C = 0, sx = 0, sr = 0;
+  bool below = false, above = false;
+  for (int d = -kPoolBuckets; d <= kPoolBuckets; ++d) {
+    std::vector<int> k = fkey;  // the largest group and the emitted tokens move with the batch where they equal it
+    for (int i : {1, 2}) k[i] += k[i] == fkey[0] ? d : 0;
+    k[0] += d;
+    auto f = cache_.families.find(k);
+    if (f == cache_.families.end() || f->second.count == 0) continue;
+    const CostFamily& fam = f->second;
+    const double c = static_cast<double>(fam.count);
+    parts.push_back({&fam, fam.at, c});
+    C += c;
+    sx += c * fam.at;
+    sr += c * fam.rest;
+    below = below || fam.at <= tokens;
+    above = above || fam.at >= tokens;
+  }
+  if (C < kMinPooled || !below || !above) return false;  // never extrapolated
+  const double mx = sx / C, mr = sr / C;
+  double sxx = 0, sxr = 0;
+  for (const Part& p : parts) {
+    sxx += p.c * (p.x - mx) * (p.x - mx);
+    sxr += p.c * (p.x - mx) * (p.f->rest - mr);
+  }
+  const double slope = sxx > 0 ? sxr / sxx : 0;
+  // Scatter about the line: within each family and of the families' means off it.
+  double ss = 0;
+  for (const Part& p : parts) {
+    const double off = p.f->rest - (mr + slope * (p.x - mx));
+    ss += p.f->rest_m2 + p.c * off * off;
+  }
+  const double dof = C - (sxx > 0 ? 2 : 1);
+  const double at = mr + slope * (tokens - mx);
+  const double se = std::sqrt(ss / dof * (1 / C + (sxx > 0 ? (tokens - mx) * (tokens - mx) / sxx : 0)));
+  if (!(at > 0) || se > kPoolPrecision * at) return false;
+  std::vector<std::pair<const StepTiming*, double>> timings;
+  AttentionCost attention;
+  for (const Part& p : parts) {
+    const double w = p.c * (1 / C + (sxx > 0 ? (p.x - mx) * (tokens - mx) / sxx : 0));
+    timings.push_back({&p.f->mean, w});
+    attention.critical += w * p.f->attention.critical;
+    attention.busy += w * p.f->attention.busy;
+  }
+  out = with_attention(weighted(timings), attention, attention_(batch));
+  return true;
 }
 
 // A mixed step: from its family's executed steps, or executed and added to them.

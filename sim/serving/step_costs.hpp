@@ -52,6 +52,8 @@ struct CostFamily {
   StepTiming mean;
   AttentionCost attention;
   long count = 0;
+  double at = 0;                  // mean decode tokens of those steps
+  double rest = 0, rest_m2 = 0;   // their makespan less critical attention: mean, Σ squared deviations
 };
 
 struct StepCache {
@@ -81,6 +83,7 @@ class StepCosts {
 
  private:
   StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
+  bool from_neighbours(const std::vector<int>& family, double tokens, const ReplicaBatch& batch, StepTiming& out) const;
   bool from_mixed_family(const std::vector<int>& family, double tokens, const AttentionCost& attention,
                          StepTiming& out) const;
 
