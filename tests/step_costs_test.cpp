@@ -213,30 +213,66 @@ TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, inte
   CHECK(none.key(std::array<double, 3>{1, 2, 3}.data(), std::array<double, 3>{1, 2, 3}.data(), 1).empty());
 }
 
-TEST_CASE("step costs: a mixed step is the line along its tokens between two executed steps of its family, with its own attention") {
+TEST_CASE("step costs: a mixed step is fitted from the executed mixed steps near it in tokens, with its own attention") {
   StepCache cache;
   StepCosts costs(12, false, true, 0, cache, mock_attention);
-  // The rest linear in the tokens: interpolation is exact.
+  // The rest linear in the tokens: the fit is exact.
   Counted run{costs, [](const ReplicaBatch& b) { return step_of(b, 1e-5 * b.tokens()); }};
   const int& executed = run.executed;
   run(mixed_batch(40, 1000, 1000));
-  run(mixed_batch(56, 1000, 1400));  // same decode share (50 buckets), within 2× in tokens
-  CHECK(executed == 2);
-  // Between them in tokens; the decode context twice as long does not make another family.
+  run(mixed_batch(100, 1000, 1100));  // decode shares 4–8%: one stratum, whatever the mix
+  run(mixed_batch(56, 1000, 1400));
+  CHECK(executed == 3);
+  run(mixed_batch(30, 1000, 1200));  // three neighbours are too few to judge a fit by
+  CHECK(executed == 4);
+  run(mixed_batch(20, 1000, 1700));
+  CHECK(executed == 5);
+  // Among them in tokens, with another decode share and a decode context twice as long.
   const ReplicaBatch mid = mixed_batch(48, 2000, 1200);
   const StepTiming t = run(mid);
-  CHECK(executed == 2);
+  CHECK(executed == 5);
   CHECK(costs.interpolated_mixed() == 1);
   // Ratios: Approx's margin is absolute. A line in tokens would put this step's attention 3% off.
   CHECK(t.critical[kAttn] / mock_attention(mid).critical == doctest::Approx(1.0));
   CHECK(t.critical[kExperts] / (1e-5 * mid.tokens()) == doctest::Approx(1.0));
   CHECK(t.makespan / step_of(mid, 1e-5 * mid.tokens()).makespan == doctest::Approx(1.0));
-  // Outside the two (no neighbour within 2×): executed, then a member of the family.
-  run(mixed_batch(100, 1000, 2500));
-  CHECK(executed == 3);
-  // Another family: a larger decode share.
-  run(mixed_batch(400, 1000, 1150));
-  CHECK(executed == 4);
+  // Beyond the neighbours' tokens by more than 10%: executed, not extrapolated.
+  run(mixed_batch(10, 1000, 2000));
+  CHECK(executed == 6);
+  // No neighbour within 2× in tokens: executed.
+  run(mixed_batch(100, 1000, 4500));
+  CHECK(executed == 7);
+}
+
+TEST_CASE("step costs: under attention-DP the fit follows the tokens outside the chunk's group as well") {
+  // Group 0 holds a prompt chunk and `beside` decode tokens, group 1 `other` decode tokens; the
+  // rest is linear in the tokens in all and in those outside group 0, with different slopes.
+  auto batch = [](int chunk, int beside, int other) {
+    ReplicaBatch b;
+    b.groups.resize(2);
+    for (int i = 0; i < beside; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), 500, 1, 500, true});
+    b.groups[0].push_back(SeqWork{999, 0, chunk, 0, true});
+    for (int i = 0; i < other; ++i) b.groups[1].push_back(SeqWork{static_cast<std::uint32_t>(100 + i), 500, 1, 500, true});
+    return b;
+  };
+  auto rest = [](const ReplicaBatch& b) { return 1e-5 * b.tokens() + 5e-5 * static_cast<double>(b.groups[1].size()); };
+  StepCache cache;
+  StepCosts costs(12, false, true, 0, cache, mock_attention);
+  Counted run{costs, [&](const ReplicaBatch& b) { return step_of(b, rest(b)); }};
+  for (auto [c, bs, o] : std::vector<std::array<int, 3>>{{1000, 2, 10}, {1200, 1, 40}, {1400, 3, 20}, {1100, 2, 60}})
+    run(batch(c, bs, o));
+  REQUIRE(run.executed == 4);
+  // A line in the tokens alone through those four would be off by 8–11% (their outside
+  // tokens do not follow their tokens); the fit in both is exact.
+  for (auto [c, bs, o] : std::vector<std::array<int, 3>>{{1250, 2, 30}, {1300, 1, 5}, {1050, 3, 55}}) {
+    const ReplicaBatch q = batch(c, bs, o);
+    const StepTiming t = run(q);
+    CHECK(run.executed == 4);
+    CHECK(t.critical[kExperts] / rest(q) == doctest::Approx(1.0).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("step costs: mixed steps can be switched off") {
   // Switched off, every new mixed shape is executed.
   StepCache other;
   StepCosts off(12, false, false, 0, other, mock_attention);

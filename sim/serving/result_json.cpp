@@ -182,11 +182,12 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
   if (o.shape_buckets_per_octave > 0)
     approx.push_back("steps memoised by shape, " + std::to_string(o.shape_buckets_per_octave) + " buckets per octave");
   if (o.interpolate_context && o.shape_buckets_per_octave > 0)
-    approx.push_back("decode steps of a new shape timed as the mean of five executed steps of the same batch size, "
-                     "with their own attention (" + std::to_string(b.interpolated_steps) + " shapes)");
+    approx.push_back("decode steps of a new shape timed as the mean of five executed steps of the same batch size "
+                     "(or the line through neighbouring batch sizes' when it pins them to 0.5%), with their own attention (" +
+                     std::to_string(b.interpolated_steps) + " shapes)");
   if (o.interpolate_mixed && o.shape_buckets_per_octave > 0)
-    approx.push_back("steps mixing decode tokens and prompt chunks of a new shape interpolated linearly in their tokens "
-                     "between two executed steps of the same mix, with their own attention (" +
+    approx.push_back("steps mixing decode tokens and prompt chunks of a new shape fitted (least squares in their tokens) "
+                     "from executed mixed steps within 2x of their tokens, with their own attention (" +
                      std::to_string(b.interpolated_mixed_steps) + " shapes)");
   if (b.layers_lowered < b.model_layers)
     approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +

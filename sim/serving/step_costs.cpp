@@ -45,61 +45,14 @@ int bucket(double x, int b) {
 // Routing samples averaged before a decode family stands for new steps: with three, one unlucky
 // sample reached too many steps (Mixtral TP2 paced TPOT p50 −1.25% against the exact path).
 constexpr long kMinAnchors = 5;
-constexpr double kTokenSpan = 2.0;
 // Batch-size buckets either way whose decode families pool their routing samples, how many samples
 // a pool needs at least, and the standard error (relative) its line must reach (performance.md).
 constexpr int kPoolBuckets = 2;
 constexpr double kMinPooled = 4;
-constexpr double kPoolPrecision = 0.005;  // two executed mixed steps this close (ratio of tokens) interpolate
-
-// Σ wᵢ·tᵢ field by field (weights summing to 1, negative ones allowed for a fitted line), each
-// field at least 0; kernels from the heaviest part.
-StepTiming weighted(const std::vector<std::pair<const StepTiming*, double>>& parts) {
-  std::size_t heaviest = 0;
-  for (std::size_t i = 1; i < parts.size(); ++i)
-    if (parts[i].second >= parts[heaviest].second) heaviest = i;  // ties: the later part
-  StepTiming t = *parts[heaviest].first;
-  auto sum = [&](auto field) {
-    double x = 0;
-    for (const auto& [p, w] : parts) x += w * field(*p);
-    return std::max(0.0, x);
-  };
-  t.makespan = sum([](const StepTiming& p) { return p.makespan; });
-  for (std::size_t i = 0; i < t.stage_time.size(); ++i)
-    t.stage_time[i] = sum([i](const StepTiming& p) { return i < p.stage_time.size() ? p.stage_time[i] : 0.0; });
-  for (std::size_t i = 0; i < t.critical.size(); ++i) {
-    t.critical[i] = sum([i](const StepTiming& p) { return p.critical[i]; });
-    t.busy[i] = sum([i](const StepTiming& p) { return p.busy[i]; });
-  }
-  for (std::size_t i = 0; i < t.coll_by_kind.size(); ++i) t.coll_by_kind[i] = sum([i](const StepTiming& p) { return p.coll_by_kind[i]; });
-  t.comm_busy = sum([](const StepTiming& p) { return p.comm_busy; });
-  t.comm_exposed = sum([](const StepTiming& p) { return p.comm_exposed; });
-  t.expert_imbalance = sum([](const StepTiming& p) { return p.expert_imbalance; });
-  t.expert_time = sum([](const StepTiming& p) { return p.expert_time; });
-  t.idle_on_path = sum([](const StepTiming& p) { return p.idle_on_path; });
-  for (std::size_t i = 0; i < t.link_bytes.size(); ++i) {
-    t.link_bytes[i] = sum([i](const StepTiming& p) { return p.link_bytes[i]; });
-    t.link_busiest[i] = sum([i](const StepTiming& p) { return p.link_busiest[i]; });
-  }
-  return t;
-}
+constexpr double kPoolPrecision = 0.005;
 
 // a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
 StepTiming blend(const StepTiming& a, const StepTiming& b, double w) { return weighted({{&a, 1 - w}, {&b, w}}); }
-
-constexpr auto kAttn = static_cast<std::size_t>(OpClass::Attention);
-
-// `t` (a step whose attention was `from`) with its attention replaced by `to`: the makespan and
-// critical path move by the difference, the stages in proportion.
-StepTiming with_attention(StepTiming t, const AttentionCost& from, const AttentionCost& to) {
-  const double before = t.makespan;
-  t.makespan = std::max(0.0, t.makespan + to.critical - from.critical);
-  t.critical[kAttn] = std::max(0.0, t.critical[kAttn] + to.critical - from.critical);
-  t.busy[kAttn] = std::max(0.0, t.busy[kAttn] + to.busy - from.busy);
-  if (before > 0)
-    for (double& st : t.stage_time) st *= t.makespan / before;
-  return t;
-}
 
 AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
   return {a.critical + w * (b.critical - a.critical), a.busy + w * (b.busy - a.busy)};
@@ -107,49 +60,34 @@ AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
 
 bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
 
-// The decode sequences' share of a mixed step's tokens, in this many equal buckets. A step's
-// GEMMs, experts and collectives depend on its tokens in all, so a mixed step is interpolated
-// along them; how they split between decode tokens (spread over groups) and prompt chunks (in
-// the groups holding them) is what the shares pin.
-// With 25, wide EP's mixed steps came out +1.9% on average: later steps of a bucket hold more decode
-// tokens beside fewer prompt tokens than its first, executed ones (performance.md).
-constexpr double kDecodeShareBuckets = 50;
-
-// A mixed step's tokens (decode and prompt chunks) and its family: chunks, emitting chunks and
-// groups holding chunks exactly, how unevenly those groups hold them (4 buckets per octave), and
-// the decode sequences' share of the tokens (in all, and in the groups holding chunks). Contexts
-// are not part of it: they reach the step through its attention, which is swapped.
+// A mixed step's stratum — the groups holding prompt chunks and how unevenly they hold them (4
+// buckets per octave), with the cost class — and the features its rest follows (step_fit.hpp).
+// Contexts are not part of either: they reach the step through its attention, which is swapped.
 struct Mixed {
-  double tokens = 0;
-  std::vector<int> family;
+  std::vector<int> stratum;
+  MixedFeatures x;
 };
 
 Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
-  double chunk_tokens = 0, chunk_max = 0, dec = 0, dec_beside = 0;
-  int chunks = 0, emits = 0, groups = 0;
+  double chunk_tokens = 0, chunk_max = 0, all = 0, group_max = 0;
+  int groups = 0;
   for (const auto& g : batch.groups) {
-    double pf = 0, d = 0;
+    double pf = 0, n = 0;
     for (const auto& w : g) {
-      if (is_decode(w)) {
-        d += 1;
-        continue;
-      }
-      pf += w.new_tokens;
-      ++chunks;
-      emits += w.emits ? 1 : 0;
+      n += w.new_tokens;
+      if (!is_decode(w)) pf += w.new_tokens;
     }
+    all += n;
     chunk_tokens += pf;
     chunk_max = std::max(chunk_max, pf);
-    dec += d;
     if (pf > 0) {
       ++groups;
-      dec_beside += d;
+      group_max = std::max(group_max, n);
     }
   }
   auto quarter = [](double x) { return x < 1 ? -1 : static_cast<int>(4 * std::log2(x)); };
-  auto share = [&](double d) { return static_cast<int>(kDecodeShareBuckets * d / (d + chunk_tokens)); };
   const double imbalance = chunk_max * groups / chunk_tokens;  // largest chunk group ÷ their mean
-  return {chunk_tokens + dec, {chunks, emits, groups, quarter(imbalance), share(dec), share(dec_beside), cost_class}};
+  return {{groups, quarter(imbalance), cost_class}, {all, group_max}};
 }
 
 }  // namespace
@@ -273,43 +211,19 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
   return true;
 }
 
-// A mixed step: from its family's executed steps, or executed and added to them.
+// A mixed step: fitted from the executed mixed steps near it, or executed and added to them.
 StepTiming StepCosts::mixed(const ReplicaBatch& batch, std::vector<int> k, const std::function<StepTiming()>& execute) {
   const Mixed mx = mixed_of(batch, cost_class_);
   const AttentionCost attention = attention_(batch);
   StepTiming t;
-  if (from_mixed_family(mx.family, mx.tokens, attention, t)) {
+  if (cache_.mixed.predict(mx.stratum, mx.x, attention, t)) {
     ++interpolated_mixed_;
   } else {
     t = execute();
-    auto& v = cache_.mixed[mx.family];
-    v.insert(std::lower_bound(v.begin(), v.end(), mx.tokens, [](const CostAnchor& a, double x) { return a.at < x; }),
-             CostAnchor{mx.tokens, attention, t});
+    cache_.mixed.add(mx.stratum, mx.x, attention, t);
   }
   cache_.by_shape.emplace(std::move(k), t);
   return t;
-}
-
-// The timing of `family` at `tokens`, attention swapped for `attention`: an executed step with
-// those tokens, or the line through the two bracketing them when they are at most kTokenSpan
-// apart. Never the nearest step of the same shape bucket: a serving run's batches grow, so the
-// step executed first in a bucket is mostly the smaller one, and reusing it biased TPOT low by
-// 1.5% on the MLPerf Server rows.
-bool StepCosts::from_mixed_family(const std::vector<int>& family, double tokens, const AttentionCost& attention,
-                                  StepTiming& out) const {
-  auto f = cache_.mixed.find(family);
-  if (f == cache_.mixed.end()) return false;
-  const auto& v = f->second;
-  auto at = std::lower_bound(v.begin(), v.end(), tokens, [](const CostAnchor& a, double x) { return a.at < x; });
-  if (at != v.end() && at->at == tokens) {
-    out = with_attention(at->timing, at->attention, attention);
-    return true;
-  }
-  if (at == v.begin() || at == v.end() || at->at > kTokenSpan * (at - 1)->at) return false;
-  const CostAnchor &lo = *(at - 1), &hi = *at;
-  const double w = (tokens - lo.at) / (hi.at - lo.at);
-  out = with_attention(blend(lo.timing, hi.timing, w), mix(lo.attention, hi.attention, w), attention);
-  return true;
 }
 
 }  // namespace shardsim

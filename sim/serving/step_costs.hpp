@@ -12,40 +12,28 @@
 // an executed step of the same *family* stands for the new one once its attention is swapped for
 // the new step's. A decode-only step's family is the same bucketed decode tokens, largest
 // group's decode tokens and emitted tokens; its timing is the family's mean over at least five
-// executed steps (each a routing sample), attention swapped. A step that mixes decode tokens
-// with prompt chunks (about one per arriving request, and the costliest to execute) has as
-// family the same chunks, emitting chunks and groups holding them, their unevenness over those
-// groups (4 buckets per octave) and the decode sequences' share of the tokens (50 buckets, in all
-// and beside the chunks); its timing is the line, in its tokens in all, through the two executed
-// steps of its family bracketing it at most 2× apart, attention swapped. Every other step is
-// executed. Thread-safety: one StepCosts per thread; a shared StepCache is not synchronised
-// (serve() runs replicas one after the other).
+// executed steps (each a routing sample), attention swapped — or, before it has five, the line
+// in decode tokens through its own and its neighbouring batch sizes' samples (two buckets either
+// way) once they bracket it and pin its rest to 0.5% standard error. A step that mixes decode
+// tokens with prompt chunks (about one per arriving request, and the costliest to execute) is
+// fitted from the executed mixed steps near it in tokens (MixedFit, step_fit.hpp). Every other
+// step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
+// synchronised (serve() runs replicas one after the other).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <vector>
 
+#include "sim/serving/step_fit.hpp"
 #include "sim/step/executor.hpp"
 
 namespace shardsim {
 
 struct ReplicaBatch;
 
-// A step's core attention: on its critical path (the slowest group's, stage after stage) and per GPU.
-struct AttentionCost {
-  double critical = 0, busy = 0;
-};
-
 // Prices a batch's attention the way the executor prices it inside a whole step.
 using AttentionEstimator = std::function<AttentionCost(const ReplicaBatch&)>;
-
-// An executed step: its place along its family's axis (a mixed step's tokens), its attention and timing.
-struct CostAnchor {
-  double at = 0;
-  AttentionCost attention;
-  StepTiming timing;
-};
 
 // The executed decode-only steps of one family: their mean timing and mean attention.
 struct CostFamily {
@@ -59,7 +47,7 @@ struct CostFamily {
 struct StepCache {
   std::map<std::vector<int>, StepTiming> by_shape;   // bucketed shape (+ cost class) → timing
   std::map<std::vector<int>, CostFamily> families;   // decode family → its executed steps
-  std::map<std::vector<int>, std::vector<CostAnchor>> mixed;  // mixed family → its executed steps, by tokens
+  MixedFit mixed;                                    // executed mixed steps, by stratum
 };
 
 class StepCosts {
@@ -84,8 +72,6 @@ class StepCosts {
  private:
   StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
   bool from_neighbours(const std::vector<int>& family, double tokens, const ReplicaBatch& batch, StepTiming& out) const;
-  bool from_mixed_family(const std::vector<int>& family, double tokens, const AttentionCost& attention,
-                         StepTiming& out) const;
 
   int b_;
   bool interpolate_;
