@@ -378,6 +378,24 @@ TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json an
     CHECK(e.path().filename().string().find(".staging-") == std::string::npos);
 }
 
+TEST_CASE("search: summary.md says when the throughput objective had no saturated window to measure") {
+  ScratchGuard guard;
+  // 40 requests on 8 GPUs end before their batches turn over: the objective is the whole run's output.
+  const fs::path small = scratch("drain");
+  test::CliResult r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 40 "
+                                    "--optimizers megatron --budget 2 --seeds 1 --quiet --out " + small.string());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Objective note: in the best plan's run, no saturated window") != std::string::npos);
+  CHECK(read_text(small / "summary.md").find("over the whole run of 40 requests") != std::string::npos);
+  // 3,000 requests saturate the same plans: a steady-state objective, no note.
+  const fs::path big = scratch("steady");
+  r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 3000 "
+                    "--optimizers megatron --budget 2 --seeds 1 --quiet --out " + big.string());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Objective note") == std::string::npos);
+  CHECK(read_text(big / "summary.md").find("Objective note") == std::string::npos);
+}
+
 TEST_CASE("search: SIGINT stops at a batch boundary, writes outputs marked incomplete and exits 130") {
   ScratchGuard guard;
   const fs::path dir = scratch("sigint");

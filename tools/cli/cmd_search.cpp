@@ -45,6 +45,7 @@
 #include "optimizers/search_report.hpp"
 #include "common/embedded.hpp"
 #include "optimizers/serving_evaluator.hpp"
+#include "sim/serving/metrics.hpp"
 #include "tools/cli/search_merge.hpp"
 #include "optimizers/study_dir.hpp"
 #include "sim/simgrid/worker_pool.hpp"
@@ -401,8 +402,28 @@ void print_done(const SearchOptions& opt, const std::string& md, const SearchRep
 }
 
 EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
-                                 SimgridRunner* runner) {
-  return search_evaluator_inputs(opt.in, L, so, opt.fidelity, opt.objective, opt.goal, opt.samples, runner, "--goal");
+                                 SimgridRunner* runner, const std::string& fidelity = "") {
+  return search_evaluator_inputs(opt.in, L, so, fidelity.empty() ? opt.fidelity : fidelity, opt.objective, opt.goal,
+                                 opt.samples, runner, "--goal");
+}
+
+// A throughput objective is steady-state generated tokens per second only where the run has a
+// saturated window; otherwise it is the output over the whole run — how fast this batch of
+// requests drains, which the longest requests decide as much as the plan's capacity. The best
+// plan is replayed once (analytic tier: the window is a property of the schedule) to say which.
+std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
+                                    const SearchReport& rep, const SearchOutcome& out, const SearchSpace& space) {
+  if (rep.best_known <= 0 || (opt.objective != "throughput" && opt.objective != "throughput-tpot"))
+    return "";
+  Metrics m;
+  ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, "analytic"))
+      .evaluate_reporting(space.decode(out.runs[rep.best_run].best.genes), &m);
+  if (m.steady_trusted) return "";
+  return "\nObjective note: in the best plan's run, " +
+         (m.steady_note.empty() ? std::string("no saturated window was found") : m.steady_note) +
+         "; so the objective is its output over the whole run of " + std::to_string(L.trace.requests.size()) +
+         " requests: how fast this batch drains, which its longest requests decide as much as the plan's capacity. "
+         "For a capacity comparison give more requests (--requests).\n";
 }
 
 // Reports and writes what the search found; returns 0, or 128 + the signal that stopped it.
@@ -418,7 +439,8 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
                       std::to_string(L.cluster->num_gpus()) + " GPUs), " + std::to_string(L.trace.requests.size()) +
                       " requests" + (so.offline ? " offline" : load_given(opt.in) ? "; " + describe_load(opt.in) : "") + ", " +
                       opt.fidelity + " fidelity";
-  std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget) + warm_start_markdown(opt);
+  std::string md = summary_markdown(rep, out, space, rules, unit, title, opt.budget) + warm_start_markdown(opt) +
+                   objective_note_markdown(opt, L, so, rep, out, space);
   bool plotted = write_study_outputs(opt.out, inputs, rep, out, space, unit, md, opt.budget, opt.log_evals);
   write_policy(opt, out, inputs);
   print_done(opt, md, rep, plotted);
