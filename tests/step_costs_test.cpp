@@ -213,7 +213,7 @@ TEST_CASE("step costs: memoised shapes are reused, fresh steps re-executed, inte
   CHECK(none.key(std::array<double, 3>{1, 2, 3}.data(), std::array<double, 3>{1, 2, 3}.data(), 1).empty());
 }
 
-TEST_CASE("step costs: a mixed step is fitted from the executed mixed steps near it in tokens, with its own attention") {
+TEST_CASE("step costs: a step with prompt chunks is fitted from the executed steps of its kind near it in tokens, with its own attention") {
   StepCache cache;
   StepCosts costs(12, false, true, 0, cache, mock_attention);
   // The rest linear in the tokens: the fit is exact.
@@ -242,6 +242,20 @@ TEST_CASE("step costs: a mixed step is fitted from the executed mixed steps near
   // No neighbour within 2× in tokens: executed.
   run(mixed_batch(100, 1000, 4500));
   CHECK(executed == 7);
+  // Steps of prompt chunks alone are a stratum of their own: fitted from their kind only.
+  auto prefill = [](int chunk) {
+    ReplicaBatch b;
+    b.groups.resize(1);
+    b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
+    return b;
+  };
+  run(prefill(1300));  // mixed neighbours aplenty, but none of its kind
+  CHECK(executed == 8);
+  for (int chunk : {1000, 1150, 1600}) run(prefill(chunk));
+  CHECK(executed == 11);
+  const StepTiming pf = run(prefill(1250));
+  CHECK(executed == 11);
+  CHECK(pf.critical[kExperts] / (1e-5 * 1250) == doctest::Approx(1.0));
 }
 
 TEST_CASE("step costs: under attention-DP the fit follows the tokens outside the chunk's group as well") {

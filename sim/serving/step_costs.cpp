@@ -60,8 +60,9 @@ AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
 
 bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
 
-// A mixed step's stratum — the groups holding prompt chunks and how unevenly they hold them (4
-// buckets per octave), with the cost class — and the features its rest follows (step_fit.hpp).
+// A step with prompt chunks: its stratum — the groups holding chunks and how unevenly they hold
+// them (4 buckets per octave), whether decode tokens are beside them, the cost class — and the
+// features its rest follows (step_fit.hpp).
 // Contexts are not part of either: they reach the step through its attention, which is swapped.
 struct Mixed {
   std::vector<int> stratum;
@@ -87,7 +88,7 @@ Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
   }
   auto quarter = [](double x) { return x < 1 ? -1 : static_cast<int>(4 * std::log2(x)); };
   const double imbalance = chunk_max * groups / chunk_tokens;  // largest chunk group ÷ their mean
-  return {{groups, quarter(imbalance), cost_class}, {all, group_max}};
+  return {{groups, quarter(imbalance), all > chunk_tokens ? 1 : 0, cost_class}, {all, group_max}};
 }
 
 }  // namespace
@@ -117,7 +118,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
     auto hit = cache_.by_shape.find(k);
     if (hit != cache_.by_shape.end()) return hit->second;
   }
-  if (interpolate_mixed_ && !fresh && s.sums[0] > 0 && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
+  if (interpolate_mixed_ && !fresh && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
   CostFamily* family = nullptr;
   std::vector<int> fkey;
   if (interpolate_ && s.decode_only()) {

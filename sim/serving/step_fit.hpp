@@ -1,12 +1,13 @@
 // sim/serving/step_fit.hpp — step timings made from executed ones: weighted sums, the attention
 // swapped, and the local linear fit that times a mixed step from executed mixed steps near it.
 //
-// Owns: weighted(), with_attention(), MixedFeatures, MixedFit. A mixed step (decode tokens beside
-// prompt chunks) costs, apart from its core attention (priced exactly for every step and swapped
+// Owns: weighted(), with_attention(), MixedFeatures, MixedFit. A step with prompt chunks (beside
+// decode tokens or alone: a "mixed" step here) costs, apart from its core attention (priced exactly for every step and swapped
 // in, StepCosts), what its tokens in all decide (experts, all-to-all sizes, GEMMs) and, under
 // attention-DP, what the tokens of its largest group holding chunks decide (that group's
 // projections and its share of the dispatch: the critical path runs through it). MixedFit keeps
-// the executed mixed steps of each stratum (groups holding chunks, how unevenly, cost class) and
+// the executed mixed steps of each stratum (groups holding chunks, how unevenly, whether decode
+// tokens are beside them, cost class) and
 // times a new step by weighted least squares of the rest (makespan less critical attention) in
 // its tokens and in the tokens outside that group, over the nearest executed steps within 2× of
 // its tokens (at least four, a triangular kernel in log tokens). The timing is the fit's weights
