@@ -142,7 +142,7 @@ TEST_CASE("step costs: a batch size with too few samples of its own is the line 
   CHECK(t.makespan == doctest::Approx(mock_attention(decode_batch(9, 3000)).critical + 9e-3));
   run(decode_batch(10, 1500));  // an end of the pooled span: still inside it
   CHECK(run.executed == 4);
-  // Never extrapolated: 12 has neighbours (10) on one side only; then 11 is bracketed.
+  // Not extrapolated (beyond 10%): 12 has neighbours (10) on one side only; then 11 is bracketed.
   run(decode_batch(12, 1000));
   run(decode_batch(12, 1100));
   CHECK(run.executed == 6);

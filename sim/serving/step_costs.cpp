@@ -50,6 +50,7 @@ constexpr long kMinAnchors = 5;
 constexpr int kPoolBuckets = 2;
 constexpr double kMinPooled = 4;
 constexpr double kPoolPrecision = 0.005;
+constexpr double kPoolReach = 1.1;  // the line may reach this far beyond its samples
 
 // a + w (b − a), field by field for w in [0, 1]; kernels from the nearer one.
 StepTiming blend(const StepTiming& a, const StepTiming& b, double w) { return weighted({{&a, 1 - w}, {&b, w}}); }
@@ -152,7 +153,8 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
 // A decode family with fewer than kMinAnchors routing samples of its own: the weighted least-squares
 // line, in decode tokens, through its own and its neighbours' means — the families kPoolBuckets
 // batch-size buckets either way with the same largest group and emitted tokens (or, where those
-// equal the batch, the neighbour's own) — once their samples bracket this step's tokens and pin
+// equal the batch, the neighbour's own) — once their samples bracket this step's tokens (10%
+// slack, as for mixed steps) and pin
 // its routing-decided rest (makespan less critical attention) to kPoolPrecision, the line's
 // standard error at those tokens from the samples' scatter about it. The rest moves smoothly with
 // the batch (distinct experts hit, all-to-all sizes), so neighbours' samples count where the
@@ -179,10 +181,10 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
     C += c;
     sx += c * fam.at;
     sr += c * fam.rest;
-    below = below || fam.at <= tokens;
-    above = above || fam.at >= tokens;
+    below = below || fam.at <= tokens * kPoolReach;
+    above = above || fam.at * kPoolReach >= tokens;
   }
-  if (C < kMinPooled || !below || !above) return false;  // never extrapolated
+  if (C < kMinPooled || !below || !above) return false;  // extrapolated at most kPoolReach
   const double mx = sx / C, mr = sr / C;
   double sxx = 0, sxr = 0;
   for (const Part& p : parts) {

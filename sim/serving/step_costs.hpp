@@ -14,7 +14,7 @@
 // group's decode tokens and emitted tokens; its timing is the family's mean over at least five
 // executed steps (each a routing sample), attention swapped — or, before it has five, the line
 // in decode tokens through its own and its neighbouring batch sizes' samples (two buckets either
-// way) once they bracket it and pin its rest to 0.5% standard error. A step with prompt chunks
+// way) once they bracket it (10% slack) and pin its rest to 0.5% standard error. A step with prompt chunks
 // (about one per arriving request, and the costliest to execute; beside decode tokens or alone)
 // is fitted from the executed steps of its kind near it in tokens (MixedFit, step_fit.hpp).
 // Every other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
