@@ -284,18 +284,23 @@ class ReplicaSim {
   // when a group has none free, its most recently admitted sequence is preempted.
   void grow_kv(int e) {
     if (eng_.policy != KvPolicy::OnDemand) return;
+    bool preempted = false;
     for (std::size_t i = 0; i < running_.size(); ++i) {
       Seq& s = running_[i];
       if (s.req < 0 || s.engine != e || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
       long more = blocks(s.ctx + 1) - s.kv;
       auto& used = kv_used_[static_cast<std::size_t>(s.group)];
       if (used + more > kv_capacity_) materialize_all();  // runs' pre-allocations are not real use
-      while (used + more > kv_capacity_ && s.req >= 0) preempt(latest_in_group(s.group));
+      while (used + more > kv_capacity_ && s.req >= 0) {
+        preempt(latest_in_group(s.group));
+        preempted = true;
+      }
       if (s.req < 0) continue;  // it was the latest itself
       used += more;
       s.kv += more;
     }
-    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
+    if (preempted)  // the only sequences marked here; finish_step removes the ones it completes
+      running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
   }
 
   Seq& latest_in_group(int g) {
