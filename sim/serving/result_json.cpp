@@ -186,8 +186,8 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
                      "(or the line through neighbouring batch sizes' when it pins them to 0.5%), with their own attention (" +
                      std::to_string(b.interpolated_steps) + " shapes)");
   if (o.interpolate_mixed && o.shape_buckets_per_octave > 0)
-    approx.push_back("steps mixing decode tokens and prompt chunks of a new shape fitted (least squares in their tokens) "
-                     "from executed mixed steps within 2x of their tokens, with their own attention (" +
+    approx.push_back("steps with prompt chunks (beside decode tokens or alone) of a new shape fitted (least squares in "
+                     "their tokens) from executed steps of their kind within 2x of their tokens, with their own attention (" +
                      std::to_string(b.interpolated_mixed_steps) + " shapes)");
   if (b.layers_lowered < b.model_layers)
     approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +

@@ -138,12 +138,11 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
       ++family->count;
       const double w = 1.0 / static_cast<double>(family->count);
       const AttentionCost a = attention_(batch);
+      const double rest = t.makespan - a.critical, delta = rest - family->rest();  // Welford
       family->mean = family->count == 1 ? t : blend(family->mean, t, w);
       family->attention = family->count == 1 ? a : mix(family->attention, a, w);
       family->at += w * (s.sums[0] - family->at);
-      const double rest = t.makespan - a.critical, delta = rest - family->rest;  // Welford
-      family->rest += w * delta;
-      family->rest_m2 += delta * (rest - family->rest);
+      family->rest_m2 += delta * (rest - family->rest());
     }
   }
   cache_.by_shape.emplace(std::move(k), t);
@@ -154,9 +153,8 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
 // line, in decode tokens, through its own and its neighbours' means — the families kPoolBuckets
 // batch-size buckets either way with the same largest group and emitted tokens (or, where those
 // equal the batch, the neighbour's own) — once their samples bracket this step's tokens (10%
-// slack, as for mixed steps) and pin
-// its routing-decided rest (makespan less critical attention) to kPoolPrecision, the line's
-// standard error at those tokens from the samples' scatter about it. The rest moves smoothly with
+// slack, as for mixed steps) and pin its routing-decided rest (makespan less critical attention)
+// to kPoolPrecision, the line's standard error at those tokens from the samples' scatter about it. The rest moves smoothly with
 // the batch (distinct experts hit, all-to-all sizes), so neighbours' samples count where the
 // routing is steady (DeepSeek-V3's 256 experts); where it is noisy (Mixtral's 8, top 2) the
 // scatter keeps the line from standing in, and a family waits for its own five.
@@ -180,7 +178,7 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
     parts.push_back({&fam, fam.at, c});
     C += c;
     sx += c * fam.at;
-    sr += c * fam.rest;
+    sr += c * fam.rest();
     below = below || fam.at <= tokens * kPoolReach;
     above = above || fam.at * kPoolReach >= tokens;
   }
@@ -189,13 +187,13 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
   double sxx = 0, sxr = 0;
   for (const Part& p : parts) {
     sxx += p.c * (p.x - mx) * (p.x - mx);
-    sxr += p.c * (p.x - mx) * (p.f->rest - mr);
+    sxr += p.c * (p.x - mx) * (p.f->rest() - mr);
   }
   const double slope = sxx > 0 ? sxr / sxx : 0;
   // Scatter about the line: within each family and of the families' means off it.
   double ss = 0;
   for (const Part& p : parts) {
-    const double off = p.f->rest - (mr + slope * (p.x - mx));
+    const double off = p.f->rest() - (mr + slope * (p.x - mx));
     ss += p.f->rest_m2 + p.c * off * off;
   }
   const double dof = C - (sxx > 0 ? 2 : 1);

@@ -41,7 +41,8 @@ struct CostFamily {
   AttentionCost attention;
   long count = 0;
   double at = 0;                  // mean decode tokens of those steps
-  double rest = 0, rest_m2 = 0;   // their makespan less critical attention: mean, Σ squared deviations
+  double rest_m2 = 0;             // Σ squared deviations of their rest from its mean
+  double rest() const { return count > 0 ? mean.makespan - attention.critical : 0; }  // mean makespan less critical attention
 };
 
 struct StepCache {

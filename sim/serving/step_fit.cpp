@@ -67,7 +67,6 @@ void MixedFit::add(const std::vector<int>& stratum, const MixedFeatures& x, cons
   auto& v = strata_[stratum];
   auto at = std::lower_bound(v.begin(), v.end(), x.tokens, [](const Anchor& a, double t) { return a.x.tokens < t; });
   v.insert(at, Anchor{x, attention, timing});
-  ++executed_;
 }
 
 namespace {

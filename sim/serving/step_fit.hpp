@@ -2,19 +2,19 @@
 // swapped, and the local linear fit that times a mixed step from executed mixed steps near it.
 //
 // Owns: weighted(), with_attention(), MixedFeatures, MixedFit. A step with prompt chunks (beside
-// decode tokens or alone: a "mixed" step here) costs, apart from its core attention (priced exactly for every step and swapped
-// in, StepCosts), what its tokens in all decide (experts, all-to-all sizes, GEMMs) and, under
-// attention-DP, what the tokens of its largest group holding chunks decide (that group's
-// projections and its share of the dispatch: the critical path runs through it). MixedFit keeps
-// the executed mixed steps of each stratum (groups holding chunks, how unevenly, whether decode
-// tokens are beside them, cost class) and
-// times a new step by weighted least squares of the rest (makespan less critical attention) in
-// its tokens and in the tokens outside that group, over the nearest executed steps within 2× of
-// its tokens (at least four, a triangular kernel in log tokens). The timing is the fit's weights
-// applied to every field of those steps' timings, attention swapped — once they bracket the step
-// (10% slack) and the fit is either precise (standard error within 0.5% of the rest, from their
-// scatter about it) or as steady as the line between two executed steps. Otherwise the step is
-// executed and joins its stratum. Not thread-safe (one per StepCache).
+// decode tokens or alone: a "mixed" step here) costs, apart from its core attention (priced
+// exactly for every step and swapped in, StepCosts), what its tokens in all decide (experts,
+// all-to-all sizes, GEMMs) and, under attention-DP, what the tokens of its largest group holding
+// chunks decide (that group's projections and its share of the dispatch: the critical path runs
+// through it). MixedFit keeps the executed mixed steps of each stratum (groups holding chunks,
+// how unevenly, whether decode tokens are beside them, cost class) and times a new step by
+// weighted least squares of the rest (makespan less critical attention) in its tokens and in the
+// tokens outside that group, over the nearest executed steps within 2× of its tokens (at least
+// four, a triangular kernel in log tokens). The timing is the fit's weights applied to every
+// field of those steps' timings, attention swapped — once they bracket the step (10% slack) and
+// the fit is either precise (standard error within 0.5% of the rest, from their scatter about
+// it) or as steady as the line between two executed steps. Otherwise the step is executed and
+// joins its stratum. Not thread-safe (one per StepCache).
 #pragma once
 
 #include <map>
@@ -53,7 +53,6 @@ class MixedFit {
                StepTiming& out) const;
   void add(const std::vector<int>& stratum, const MixedFeatures& x, const AttentionCost& attention,
            const StepTiming& timing);
-  long executed() const { return executed_; }
 
  private:
   struct Anchor {
@@ -62,7 +61,6 @@ class MixedFit {
     StepTiming timing;
   };
   std::map<std::vector<int>, std::vector<Anchor>> strata_;  // each sorted by tokens
-  long executed_ = 0;
 };
 
 }  // namespace shardsim
