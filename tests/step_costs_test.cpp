@@ -175,7 +175,7 @@ TEST_CASE("step costs: attention-DP decode steps of one size share a family howe
   // attention (the longest group's) and the per-GPU one (all groups') come from the estimator.
   StepCache cache;
   StepCosts costs(12, true, true, 0, cache, mock_attention);
-  const double samples[] = {3.8e-3, 4.2e-3, 3.8e-3, 4.2e-3, 4e-3};  // routing samples, mean 4 ms
+  const double samples[] = {3.8e-3, 4.2e-3, 3.8e-3, 4.2e-3, 4e-3, 4e-3};  // routing samples, the first five's mean 4 ms
   Counted run{costs, [&](const ReplicaBatch& b) { return step_of(b, samples[run.executed - 1]); }};
   for (const auto& ctx : std::vector<std::vector<int>>{{200, 200, 200, 1000}, {400, 400, 400, 1300}, {600, 600, 600, 1700},
                                                        {800, 800, 800, 2100}, {900, 900, 900, 2500}})
