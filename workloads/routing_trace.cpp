@@ -422,8 +422,15 @@ struct SyntheticRouting::Tables {
   double a = 0, beta = 0, rho = 0;
   std::uint64_t seed = 0;
   struct Alias {
-    float keep;      // probability of keeping slot i
+    // Slot i is kept when the draw's low 32 bits x satisfy x ≤ keep_max: keep_max =
+    // ⌈p·2³²⌉ − 1 for the slot's keep probability p rounded to float, so that integer test is
+    // exactly the test x·2⁻³² < p (p > 0 always: kFloor) without a conversion or a float compare.
+    std::uint32_t keep_max;
     ExpertId other;  // the expert taken otherwise
+    static std::uint32_t threshold(double keep) {
+      const double k = std::ceil(static_cast<double>(static_cast<float>(keep)) * 0x1.0p32);
+      return static_cast<std::uint32_t>(std::clamp(k, 1.0, 0x1.0p32) - 1);
+    }
   };
   std::vector<Alias> alias;             // [t·E + i]: alias tables, one per segment
   std::vector<float> prob;              // [t·E + i]: probabilities (sum 1 per table)
@@ -492,7 +499,7 @@ struct SyntheticRouting::Tables {
     std::vector<double> p(static_cast<std::size_t>(E));
     for (int i = 0; i < E; ++i) p[i] = (logw[i] / sum + kFloor / E) / (1 + kFloor);
     std::size_t base = alias.size();
-    alias.resize(base + E, Alias{1.0f, 0});
+    alias.resize(base + E, Alias{Alias::threshold(1.0), 0});
     std::vector<double> scaled(static_cast<std::size_t>(sg));
     std::vector<int> small, large;
     for (int s = 0; s < SG; ++s) {
@@ -510,7 +517,7 @@ struct SyntheticRouting::Tables {
       while (!small.empty() && !large.empty()) {
         int sm = small.back(), lg = large.back();
         small.pop_back();
-        alias[base + lo + sm] = Alias{static_cast<float>(scaled[sm]), static_cast<ExpertId>(lo + lg)};
+        alias[base + lo + sm] = Alias{Alias::threshold(scaled[sm]), static_cast<ExpertId>(lo + lg)};
         scaled[lg] -= 1 - scaled[sm];
         if (scaled[lg] < 1) {
           large.pop_back();
@@ -533,8 +540,11 @@ struct SyntheticRouting::Tables {
   ExpertId alias_draw(std::size_t t, int s, std::uint64_t bits) const {
     std::size_t i = t * E + static_cast<std::size_t>(s) * sg +
                     static_cast<std::size_t>(((bits >> 32) * static_cast<std::uint64_t>(sg)) >> 32);
-    double coin = static_cast<double>(bits & 0xffffffffu) * 0x1.0p-32;
-    return coin < alias[i].keep ? static_cast<ExpertId>(i - t * E) : alias[i].other;
+    // Branch-free: whether the slot is kept is a coin flip the predictor cannot learn.
+    const Alias a = alias[i];
+    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(static_cast<std::uint32_t>(bits) <= a.keep_max);
+    const std::uint32_t self = static_cast<std::uint32_t>(i - t * E);
+    return static_cast<ExpertId>((self & keep) | (a.other & ~keep));
   }
 
   // One MoE layer of one fresh token: top-k distinct experts, drawn without replacement from the

@@ -185,34 +185,58 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
   const std::size_t p = gpus.size();
   const auto& eff = c.collective_efficiency();
   const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
-  const int rails = c.gpus_per_node();
-  std::vector<int> node(p), rail(p), node_index(p);
-  std::vector<int> nodes;  // distinct nodes in order of appearance
-  for (std::size_t i = 0; i < p; ++i) {
-    node[i] = c.node_of(gpus[i]);
-    rail[i] = c.rail_of(gpus[i]);
-    auto it = std::find(nodes.begin(), nodes.end(), node[i]);
-    node_index[i] = static_cast<int>(it - nodes.begin());
-    if (it == nodes.end()) nodes.push_back(node[i]);
-  }
-  const std::size_t slots = nodes.size() * static_cast<std::size_t>(rails);
+  const std::size_t rails = static_cast<std::size_t>(c.gpus_per_node());
   struct Load {  // one routing's bytes per NVLink port and per NIC slot
     std::vector<double> nv_out, nv_in, nic_out, nic_in;
     std::vector<int> nic_gpu;  // a GPU there (its NIC bandwidth)
   };
-  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * static_cast<std::size_t>(rails) + static_cast<std::size_t>(r); };
-  std::vector<int> proxy(slots, -1);  // the group member at a slot
-  Load send{std::vector<double>(p, 0), std::vector<double>(p, 0), std::vector<double>(slots, 0),
-            std::vector<double>(slots, 0), std::vector<int>(slots, -1)};
+  // Scratch kept per thread: the executors price thousands of all-to-alls per plan.
+  struct Scratch {
+    std::vector<int> node, rail, nodes, proxy, nz;
+    std::vector<std::size_t> home;  // each member's own NIC slot
+    Load send, recv;
+  };
+  thread_local Scratch sc;
+  auto& [node, rail, nodes, proxy, nz, home, send, recv] = sc;
+  node.resize(p);
+  rail.resize(p);
+  home.resize(p);
+  nz.resize(p);
+  nodes.clear();  // distinct nodes in order of appearance
   for (std::size_t i = 0; i < p; ++i) {
-    send.nic_gpu[slot(node_index[i], rail[i])] = gpus[i];
-    proxy[slot(node_index[i], rail[i])] = static_cast<int>(i);
+    const int n = c.node_of(gpus[i]);
+    rail[i] = c.rail_of(gpus[i]);
+    auto it = std::find(nodes.begin(), nodes.end(), n);
+    node[i] = static_cast<int>(it - nodes.begin());  // the node's index among the group's nodes
+    if (it == nodes.end()) nodes.push_back(n);
+    home[i] = static_cast<std::size_t>(node[i]) * rails + static_cast<std::size_t>(rail[i]);
   }
-  Load recv = send;
-  for (std::size_t i = 0; i < p; ++i)
+  const std::size_t slots = nodes.size() * rails;
+  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * rails + static_cast<std::size_t>(r); };
+  proxy.assign(slots, -1);  // the group member at a slot
+  for (Load* l : {&send, &recv}) {
+    l->nv_out.assign(p, 0);
+    l->nv_in.assign(p, 0);
+    l->nic_out.assign(slots, 0);
+    l->nic_in.assign(slots, 0);
+    l->nic_gpu.assign(slots, -1);
+  }
+  for (std::size_t i = 0; i < p; ++i) {
+    send.nic_gpu[home[i]] = recv.nic_gpu[home[i]] = gpus[i];
+    proxy[home[i]] = static_cast<int>(i);
+  }
+  for (std::size_t i = 0; i < p; ++i) {
+    // The row's non-zero entries, found without a branch per entry (which pair carries bytes is
+    // as random as the routing), then visited in order, so every sum adds in the same order.
+    const double* row = &matrix[i * p];
+    std::size_t count = 0;
     for (std::size_t j = 0; j < p; ++j) {
-      const double b = matrix[i * p + j];
-      if (i == j || b <= 0) continue;
+      nz[count] = static_cast<int>(j);
+      count += static_cast<std::size_t>(row[j] > 0) & static_cast<std::size_t>(j != i);
+    }
+    for (std::size_t q = 0; q < count; ++q) {
+      const std::size_t j = static_cast<std::size_t>(nz[q]);
+      const double b = row[j];
       if (node[i] == node[j]) {
         for (Load* l : {&send, &recv}) {
           l->nv_out[i] += b;
@@ -221,19 +245,19 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
         continue;
       }
       // Send side (PXN): NVLink to node i's GPU on rail(j), then rail(j).
-      const std::size_t out = slot(node_index[i], rail[j]);
+      const std::size_t out = slot(node[i], rail[j]);
       if (rail[j] != rail[i]) {
         send.nv_out[i] += b;
         if (proxy[out] >= 0) send.nv_in[static_cast<std::size_t>(proxy[out])] += b;
       }
       if (send.nic_gpu[out] < 0) send.nic_gpu[out] = gpus[i];
       send.nic_out[out] += b;
-      send.nic_in[slot(node_index[j], rail[j])] += b;
+      send.nic_in[home[j]] += b;
       // Receive side (forwarding): rail(i) to node j's GPU on rail(i), then NVLink to j.
-      const std::size_t in = slot(node_index[j], rail[i]);
-      recv.nic_out[slot(node_index[i], rail[i])] += b;
+      const std::size_t in = slot(node[j], rail[i]);
+      recv.nic_out[home[i]] += b;
       if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
-        recv.nic_in[slot(node_index[j], rail[j])] += b;
+        recv.nic_in[home[j]] += b;
         continue;
       }
       recv.nic_in[in] += b;
@@ -242,13 +266,15 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
         recv.nv_in[j] += b;
       }
     }
+  }
   auto worst = [&](const Load& l) {
     double w = 0;
     for (std::size_t i = 0; i < p; ++i) w = std::max(w, std::max(l.nv_out[i], l.nv_in[i]) / nv_bw);
     for (std::size_t k = 0; k < slots; ++k) {
-      if (l.nic_gpu[k] < 0) continue;
+      const double load = std::max(l.nic_out[k], l.nic_in[k]);
+      if (l.nic_gpu[k] < 0 || load <= 0) continue;  // an idle NIC cannot be the busiest
       const double net_bw = c.injection_bw(l.nic_gpu[k]) * eff.network;
-      if (net_bw > 0) w = std::max(w, std::max(l.nic_out[k], l.nic_in[k]) / net_bw);
+      if (net_bw > 0) w = std::max(w, load / net_bw);
     }
     return w;
   };
