@@ -33,7 +33,7 @@ StepProgram one_collective(int gpus, CollKind kind, double bytes) {
   op.bytes = bytes;
   if (kind == CollKind::AllToAll) {
     op.matrix = 0;
-    p.a2a.push_back(std::vector<double>(static_cast<std::size_t>(gpus * gpus), bytes));
+    p.a2a.push_back(A2aMatrix::from_dense(std::vector<double>(static_cast<std::size_t>(gpus * gpus), bytes)));
   }
   p.add(op, {});
   return p;
@@ -107,8 +107,9 @@ TEST_CASE("link traffic: an all-to-all the executors route receive-side is count
   // its own rail to node 1 and over NVLink to GPU 8, so the NICs share it and NVLink carries it.
   const Cluster c = load_cluster("dgx-h100:2");
   StepProgram p = one_collective(16, CollKind::AllToAll, 0);
-  std::vector<double>& m = p.a2a[0];
-  for (int src = 0; src < 8; ++src) m[static_cast<std::size_t>(src * 16 + 8)] = 64e6;
+  std::vector<double> dense = p.a2a[0].dense();
+  for (int src = 0; src < 8; ++src) dense[static_cast<std::size_t>(src * 16 + 8)] = 64e6;
+  const A2aMatrix& m = p.a2a[0] = A2aMatrix::from_dense(dense);
   std::vector<int> gpus(16);
   for (int g = 0; g < 16; ++g) gpus[static_cast<std::size_t>(g)] = g;
   REQUIRE(all_to_all_routing(c, gpus, m) == A2aRouting::ReceiveSide);

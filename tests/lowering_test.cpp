@@ -2,6 +2,8 @@
 // and routing that shapes the MoE step.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "sim/step/analytic_executor.hpp"
@@ -46,6 +48,36 @@ double flops_of(const StepProgram& p, OpClass c) {
 }
 
 }  // namespace
+
+TEST_CASE("all-to-all matrix: sparse entries in (sender, receiver) order, dense round trip") {
+  const std::vector<double> dense = {0, 2, -0.0, 0, 0, 5, 7, 0, 0};  // 3×3
+  const A2aMatrix m = A2aMatrix::from_dense(dense);
+  CHECK(m.members() == 3);
+  REQUIRE(m.entries().size() == 4);  // +0.0 is no entry; −0.0 is one
+  CHECK(m.entries()[0].from == 0);
+  CHECK(m.entries()[0].to == 1);
+  CHECK(m.entries()[3].from == 2);
+  CHECK(m.entries()[3].to == 0);
+  CHECK(m.at(1, 2) == 5);
+  CHECK(m.at(2, 2) == 0);
+  CHECK(std::signbit(m.at(0, 2)));
+  const std::vector<double> back = m.dense();
+  CHECK(std::memcmp(back.data(), dense.data(), dense.size() * sizeof(double)) == 0);
+  CHECK_THROWS_AS(A2aMatrix::from_dense(std::vector<double>(5, 1.0)), std::invalid_argument);
+
+  A2aMatrix built(3);
+  built.push(0, 2, 1);
+  CHECK_THROWS_AS(built.push(0, 1, 1), std::logic_error);  // before the last pair
+  CHECK_THROWS_AS(built.push(0, 2, 1), std::logic_error);  // the same pair twice
+  CHECK_THROWS_AS(built.push(3, 0, 1), std::logic_error);  // outside the group
+  built.push(1, 0, 1);
+  CHECK(built.entries().size() == 2);
+
+  const A2aMatrix u = A2aMatrix::uniform(4, 3.0);
+  CHECK(u.entries().size() == 12);  // every ordered pair but the diagonal
+  CHECK(u.at(1, 1) == 0);
+  CHECK(u.at(3, 2) == 3.0);
+}
 
 TEST_CASE("lowering: flops of one dense layer, worked by hand") {
   ModelSpec m = tiny(false);
@@ -114,7 +146,7 @@ TEST_CASE("lowering: ring all-reduce and all-to-all on a 2-node cluster, by hand
   std::vector<int> g = {0, 1, 8, 9};
   std::vector<double> mat(16, 1e6);
   for (int i = 0; i < 4; ++i) mat[i * 4 + i] = 0;
-  double a2a = all_to_all_time(c, g, mat);
+  double a2a = all_to_all_time(c, g, A2aMatrix::from_dense(mat));
   CHECK(a2a == doctest::Approx(a2a_call + alpha + 2e6 / B).epsilon(1e-9));
 }
 

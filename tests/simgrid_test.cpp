@@ -305,7 +305,7 @@ TEST_CASE("simgrid: malformed programs are refused before anything runs") {
   CHECK_THROWS_AS(s.run(p), std::invalid_argument);
   StepProgram q = one_collective({0, 1, 2}, CollKind::AllToAll, 1e6);
   q.ops[0].matrix = 0;
-  q.a2a.push_back(std::vector<double>(4, 1.0));  // 2×2 for a group of 3
+  q.a2a.push_back(A2aMatrix::from_dense(std::vector<double>(4, 1.0)));  // 2×2 for a group of 3
   CHECK_THROWS_AS(s.run(q), std::invalid_argument);
   StepProgram r = one_collective({0, 1}, CollKind::AllReduce, 1e6);
   r.rank_gpu[1] = 0;  // two ranks on one GPU
@@ -387,9 +387,9 @@ TEST_CASE("simgrid: an all-to-all into one hot GPU is forwarded on the receive s
   const double B = 64e6;
   std::vector<int> gpus(16);
   std::iota(gpus.begin(), gpus.end(), 0);
-  std::vector<double> hot(16 * 16, 0), uniform(16 * 16, B / 16);
-  for (int i = 0; i < 8; ++i) hot[static_cast<std::size_t>(i * 16 + 8)] = B;
-  for (int i = 0; i < 16; ++i) uniform[static_cast<std::size_t>(i * 16 + i)] = 0;
+  A2aMatrix hot(16);
+  for (std::uint32_t i = 0; i < 8; ++i) hot.push(i, 8, B);
+  const A2aMatrix uniform = A2aMatrix::uniform(16, B / 16);
   CollectiveModel m;
   CHECK(all_to_all_routing(c, gpus, hot, m) == A2aRouting::ReceiveSide);
   CHECK(all_to_all_routing(c, gpus, uniform, m) == A2aRouting::SendSide);

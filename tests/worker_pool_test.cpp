@@ -97,7 +97,11 @@ void check_same(const StepProgram& a, const StepProgram& b) {
   CHECK(a.rank_gpu == b.rank_gpu);
   CHECK(a.groups == b.groups);
   REQUIRE(a.a2a.size() == b.a2a.size());
-  for (std::size_t i = 0; i < a.a2a.size(); ++i) CHECK(same_bits(a.a2a[i], b.a2a[i]));
+  for (std::size_t i = 0; i < a.a2a.size(); ++i) {
+    CHECK(a.a2a[i].members() == b.a2a[i].members());
+    CHECK(a.a2a[i].entries().size() == b.a2a[i].entries().size());
+    CHECK(same_bits(a.a2a[i].dense(), b.a2a[i].dense()));
+  }
   CHECK(a.deps == b.deps);
   REQUIRE(a.ops.size() == b.ops.size());
   int mismatches = 0;
@@ -155,9 +159,9 @@ StepProgram odd_program() {
   p.rank_gpu = {3, 1, 4, 1};
   p.add_group({0, 1, 2, 3});
   p.add_group({});
-  p.a2a.push_back({-0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
-                   std::numeric_limits<double>::denorm_min()});
-  p.a2a.push_back({});
+  p.a2a.push_back(A2aMatrix::from_dense({-0.0, std::numeric_limits<double>::infinity(),
+                                          std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::denorm_min()}));
+  p.a2a.push_back(A2aMatrix{});
   StepOp c;
   c.type = OpType::Compute;
   c.cls = OpClass::PipelineP2p;
@@ -492,8 +496,8 @@ TEST_CASE("pool: wire round-trip of a lowered MoE step program") {
 TEST_CASE("pool: wire round-trip keeps every enum value and awkward double exactly") {
   const StepProgram p = odd_program();
   check_same(decode_program(encode(p)), p);
-  CHECK(std::signbit(decode_program(encode(p)).a2a[0][0]));
-  CHECK(std::isnan(decode_program(encode(p)).a2a[0][2]));
+  CHECK(std::signbit(decode_program(encode(p)).a2a[0].at(0, 0)));
+  CHECK(std::isnan(decode_program(encode(p)).a2a[0].at(1, 0)));
   check_same(decode_program(encode(StepProgram{})), StepProgram{});
 }
 
@@ -536,9 +540,31 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
 
   // A huge count is refused before anything is allocated.
   WireWriter w;
-  w.header("SPRG", 3);
+  w.header("SPRG", 4);
   w.u32(0xffffffffu);
   CHECK_THROWS_WITH_AS(decode_program(w.take()), doctest::Contains("count 4294967295"), WireError);
+
+  // An all-to-all entry outside its matrix, or out of order, is refused.
+  auto one_matrix = [](std::vector<std::array<std::uint32_t, 2>> pairs) {
+    WireWriter m;
+    m.header("SPRG", 4);
+    m.count(0);  // rank_gpu
+    m.count(0);  // groups
+    m.u32(1);    // one matrix of 2 members
+    m.count(2);
+    m.count(pairs.size());
+    for (auto [from, to] : pairs) {
+      m.u32(from);
+      m.u32(to);
+      m.f64(1.0);
+    }
+    m.count(0);  // ops
+    m.count(0);  // deps
+    return m.take();
+  };
+  CHECK_NOTHROW(decode_program(one_matrix({{0, 1}, {1, 0}})));
+  CHECK_THROWS_WITH_AS(decode_program(one_matrix({{0, 2}})), doctest::Contains("outside its 2 members"), WireError);
+  CHECK_THROWS_WITH_AS(decode_program(one_matrix({{1, 0}, {0, 1}})), doctest::Contains("out of order"), WireError);
 
   // Values and indices outside the program.
   StepProgram p = odd_program();

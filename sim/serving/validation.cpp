@@ -46,9 +46,7 @@ double one_collective(const StepExecutor& ex, CollKind kind, int gpus, double by
   op.bytes = bytes;
   if (kind == CollKind::AllToAll) {
     // nccl-tests alltoall: each rank sends bytes/p to every rank (itself included, which is free).
-    std::vector<double> mat(static_cast<std::size_t>(gpus * gpus), bytes / gpus);
-    for (int i = 0; i < gpus; ++i) mat[static_cast<std::size_t>(i * gpus + i)] = 0;
-    p.a2a.push_back(mat);
+    p.a2a.push_back(A2aMatrix::uniform(static_cast<std::size_t>(gpus), bytes / gpus));
     op.matrix = 0;
   }
   p.add(op, {});

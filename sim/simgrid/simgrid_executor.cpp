@@ -94,7 +94,7 @@ void check_program(const StepProgram& p, int num_gpus) {
           fail(at + "group " + std::to_string(op.group) + " out of range");
         const std::size_t n = p.groups[static_cast<std::size_t>(op.group)].size();
         if (op.coll == CollKind::AllToAll && op.matrix >= 0 &&
-            (op.matrix >= static_cast<int>(p.a2a.size()) || p.a2a[static_cast<std::size_t>(op.matrix)].size() != n * n))
+            (op.matrix >= static_cast<int>(p.a2a.size()) || p.a2a[static_cast<std::size_t>(op.matrix)].members() != n))
           fail(at + "all-to-all matrix " + std::to_string(op.matrix) + " missing or not " + std::to_string(n) + "×" +
                std::to_string(n));
         break;
@@ -364,7 +364,7 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
   // one proxy merge into one flow per (sender, proxy) and (proxy, receiver). Both legs start at once
   // (chunks are pipelined through the proxy). NVLink flows are scaled by (route bandwidth / (NVLink bw × a2a efficiency)) so that,
   // alone, they run at the achieved all-to-all NVLink rate the analytic formula uses.
-  void all_to_all(int op, const std::vector<int>& m, const std::vector<double>& mat, double analytic_dur, int from,
+  void all_to_all(int op, const std::vector<int>& m, const A2aMatrix& mat, double analytic_dur, int from,
                   int to) {
     const std::size_t p = m.size();
     const int gpn = cluster.gpus_per_node();
@@ -374,9 +374,9 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
     for (std::size_t i = 0; i < p; ++i) gpu_pos[static_cast<std::size_t>(m[i])] = static_cast<int>(i);
     nv.assign(p * p, 0);
     net.assign(p * p, 0);
-    for (std::size_t i = 0; i < p; ++i)
-      for (std::size_t j = 0; j < p; ++j) {
-        const double b = mat[i * p + j];
+    for (const A2aMatrix::Entry& pair : mat.entries()) {  // in (sender, receiver) order
+        const std::size_t i = pair.from, j = pair.to;
+        const double b = pair.bytes;
         if (i == j || !(b > 0)) continue;
         const int ga = m[i], gb = m[j];
         if (cluster.same_nvlink_domain(ga, gb)) {
@@ -479,15 +479,14 @@ struct SimgridExecutor::State final : SimgridCompletionListener {
         add_edge(from, to);
         return 0;
       }
-      const std::vector<double>* mat = nullptr;
-      std::vector<double> uniform;
+      const A2aMatrix* mat = nullptr;
+      A2aMatrix uniform;
       double dur = 0;
       if (op.matrix >= 0) {
         mat = &p.a2a[static_cast<std::size_t>(op.matrix)];
         dur = all_to_all_time(cluster, gpus, *mat, coll);
       } else {
-        uniform.assign(n * n, op.bytes / static_cast<double>(n));
-        for (std::size_t k = 0; k < n; ++k) uniform[k * n + k] = 0;
+        uniform = A2aMatrix::uniform(n, op.bytes / static_cast<double>(n));
         mat = &uniform;
         dur = collective(op, gpus).seconds;
       }

@@ -12,10 +12,11 @@ namespace shardsim {
 
 namespace {
 
-constexpr std::uint32_t kProgramVersion = 3;
+constexpr std::uint32_t kProgramVersion = 4;  // 4: all-to-all matrices sparse
 constexpr std::uint32_t kTimingVersion = 1;
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
+constexpr std::size_t kEntryBytes = 4 + 4 + 8;  // one all-to-all matrix entry
 constexpr std::size_t kOpBytes = 2 + 3 * 4 + 2 * 8 + 1 + 1 + 8 + 4 + 2 + 8 + 2 * 4 + 8 + 2 * 4;
 
 // Reads an enum stored as u8 and refuses values at or past `count`.
@@ -41,6 +42,24 @@ void write_array(WireWriter& w, const std::array<double, N>& a) {
 template <std::size_t N>
 void read_array(WireReader& r, std::array<double, N>& a) {
   for (double& v : a) v = r.f64();
+}
+
+// An all-to-all matrix: its members, then its entries, in ascending (from, to) order inside it.
+A2aMatrix read_matrix(WireReader& r) {
+  A2aMatrix m(r.u32());
+  const std::uint32_t n = r.count(kEntryBytes);
+  m.reserve(n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t from = r.u32(), to = r.u32();
+    const double bytes = r.f64();
+    const auto& e = m.entries();
+    if (from >= m.members() || to >= m.members() ||
+        (!e.empty() && (e.back().from > from || (e.back().from == from && e.back().to >= to))))
+      throw WireError("wire: all-to-all entry (" + std::to_string(from) + ", " + std::to_string(to) +
+                      ") out of order or outside its " + std::to_string(m.members()) + " members");
+    m.push(from, to, bytes);
+  }
+  return m;
 }
 
 }  // namespace
@@ -138,7 +157,7 @@ std::string encode(const StepProgram& p) {
   // header, rank_gpu, the three counts of groups / a2a / ops, the ops, deps
   std::size_t size = 8 + (4 + 4 * p.rank_gpu.size()) + 3 * 4 + kOpBytes * p.ops.size() + (4 + 4 * p.deps.size());
   for (const auto& g : p.groups) size += 4 + 4 * g.size();
-  for (const auto& m : p.a2a) size += 4 + 8 * m.size();
+  for (const auto& m : p.a2a) size += 8 + kEntryBytes * m.entries().size();
   WireWriter w;
   w.bytes().reserve(size);
   w.header("SPRG", kProgramVersion);
@@ -146,7 +165,15 @@ std::string encode(const StepProgram& p) {
   w.count(p.groups.size());
   for (const auto& g : p.groups) w.ints(g);
   w.u32(static_cast<std::uint32_t>(p.a2a.size()));
-  for (const auto& m : p.a2a) w.doubles(m);
+  for (const auto& m : p.a2a) {  // members, then each entry (from, to, bytes) in order
+    w.count(m.members());
+    w.count(m.entries().size());
+    for (const A2aMatrix::Entry& e : m.entries()) {
+      w.u32(e.from);
+      w.u32(e.to);
+      w.f64(e.bytes);
+    }
+  }
   w.count(p.ops.size());
   for (const StepOp& op : p.ops) {
     if (op.weight != 1)
@@ -185,7 +212,7 @@ StepProgram decode_program(std::string_view bytes) {
   p.groups.resize(r.count(4));  // each group holds at least its count
   for (auto& g : p.groups) g = r.ints();
   p.a2a.resize(r.count(4));
-  for (auto& m : p.a2a) m = r.doubles();
+  for (auto& m : p.a2a) m = read_matrix(r);
   p.ops.resize(r.count(kOpBytes));
   for (StepOp& op : p.ops) {
     op.type = read_enum<OpType>(r, 3, "op type");

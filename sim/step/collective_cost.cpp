@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "topologies/cluster.hpp"
 
@@ -91,7 +93,7 @@ double tree_all_reduce(const Cluster& c, const std::vector<int>& gpus, double by
 }
 
 // The all-to-all's own time, without the call latency (defined below all_to_all_time).
-double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                      const CollectiveModel& m);
 
 double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
@@ -122,9 +124,7 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
   if (gpus.size() <= 1 || bytes <= 0) return out;
   if (kind == CollKind::AllToAll) {
     // A uniform all-to-all: every rank sends bytes/p to every other rank.
-    double p = static_cast<double>(gpus.size());
-    std::vector<double> mat(gpus.size() * gpus.size(), bytes / p);
-    for (std::size_t i = 0; i < gpus.size(); ++i) mat[i * gpus.size() + i] = 0;
+    const A2aMatrix mat = A2aMatrix::uniform(gpus.size(), bytes / static_cast<double>(gpus.size()));
     return {pairwise_time(c, gpus, mat, m), CollAlgo::Pairwise};
   }
   auto domains = by_domain(c, gpus);
@@ -166,7 +166,7 @@ CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector
   return out;
 }
 
-double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                        const CollectiveModel& m) {
   return gpus.size() <= 1 ? 0 : call_latency(CollKind::AllToAll, m) + pairwise_time(c, gpus, matrix, m);
 }
@@ -180,9 +180,12 @@ struct PortTimes {
   double send = 0, recv = 0;
 };
 
-PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                              const CollectiveModel& m) {
   const std::size_t p = gpus.size();
+  if (matrix.members() != p)
+    throw std::logic_error("all-to-all: a matrix of " + std::to_string(matrix.members()) + " members for a group of " +
+                           std::to_string(p));
   const auto& eff = c.collective_efficiency();
   const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
   const std::size_t rails = static_cast<std::size_t>(c.gpus_per_node());
@@ -192,16 +195,15 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
   };
   // Scratch kept per thread: the executors price thousands of all-to-alls per plan.
   struct Scratch {
-    std::vector<int> node, rail, nodes, proxy, nz;
+    std::vector<int> node, rail, nodes, proxy;
     std::vector<std::size_t> home;  // each member's own NIC slot
     Load send, recv;
   };
   thread_local Scratch sc;
-  auto& [node, rail, nodes, proxy, nz, home, send, recv] = sc;
+  auto& [node, rail, nodes, proxy, home, send, recv] = sc;
   node.resize(p);
   rail.resize(p);
   home.resize(p);
-  nz.resize(p);
   nodes.clear();  // distinct nodes in order of appearance
   for (std::size_t i = 0; i < p; ++i) {
     const int n = c.node_of(gpus[i]);
@@ -225,46 +227,37 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
     send.nic_gpu[home[i]] = recv.nic_gpu[home[i]] = gpus[i];
     proxy[home[i]] = static_cast<int>(i);
   }
-  for (std::size_t i = 0; i < p; ++i) {
-    // The row's non-zero entries, found without a branch per entry (which pair carries bytes is
-    // as random as the routing), then visited in order, so every sum adds in the same order.
-    const double* row = &matrix[i * p];
-    std::size_t count = 0;
-    for (std::size_t j = 0; j < p; ++j) {
-      nz[count] = static_cast<int>(j);
-      count += static_cast<std::size_t>(row[j] > 0) & static_cast<std::size_t>(j != i);
+  for (const A2aMatrix::Entry& x : matrix.entries()) {  // in (sender, receiver) order, as a dense scan
+    const std::size_t i = x.from, j = x.to;
+    const double b = x.bytes;
+    if (i == j || !(b > 0)) continue;
+    if (node[i] == node[j]) {
+      for (Load* l : {&send, &recv}) {
+        l->nv_out[i] += b;
+        l->nv_in[j] += b;
+      }
+      continue;
     }
-    for (std::size_t q = 0; q < count; ++q) {
-      const std::size_t j = static_cast<std::size_t>(nz[q]);
-      const double b = row[j];
-      if (node[i] == node[j]) {
-        for (Load* l : {&send, &recv}) {
-          l->nv_out[i] += b;
-          l->nv_in[j] += b;
-        }
-        continue;
-      }
-      // Send side (PXN): NVLink to node i's GPU on rail(j), then rail(j).
-      const std::size_t out = slot(node[i], rail[j]);
-      if (rail[j] != rail[i]) {
-        send.nv_out[i] += b;
-        if (proxy[out] >= 0) send.nv_in[static_cast<std::size_t>(proxy[out])] += b;
-      }
-      if (send.nic_gpu[out] < 0) send.nic_gpu[out] = gpus[i];
-      send.nic_out[out] += b;
-      send.nic_in[home[j]] += b;
-      // Receive side (forwarding): rail(i) to node j's GPU on rail(i), then NVLink to j.
-      const std::size_t in = slot(node[j], rail[i]);
-      recv.nic_out[home[i]] += b;
-      if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
-        recv.nic_in[home[j]] += b;
-        continue;
-      }
-      recv.nic_in[in] += b;
-      if (rail[j] != rail[i]) {
-        recv.nv_out[static_cast<std::size_t>(proxy[in])] += b;
-        recv.nv_in[j] += b;
-      }
+    // Send side (PXN): NVLink to node i's GPU on rail(j), then rail(j).
+    const std::size_t out = slot(node[i], rail[j]);
+    if (rail[j] != rail[i]) {
+      send.nv_out[i] += b;
+      if (proxy[out] >= 0) send.nv_in[static_cast<std::size_t>(proxy[out])] += b;
+    }
+    if (send.nic_gpu[out] < 0) send.nic_gpu[out] = gpus[i];
+    send.nic_out[out] += b;
+    send.nic_in[home[j]] += b;
+    // Receive side (forwarding): rail(i) to node j's GPU on rail(i), then NVLink to j.
+    const std::size_t in = slot(node[j], rail[i]);
+    recv.nic_out[home[i]] += b;
+    if (proxy[in] < 0) {  // no group member there to forward: straight to j's NIC
+      recv.nic_in[home[j]] += b;
+      continue;
+    }
+    recv.nic_in[in] += b;
+    if (rail[j] != rail[i]) {
+      recv.nv_out[static_cast<std::size_t>(proxy[in])] += b;
+      recv.nv_in[j] += b;
     }
   }
   auto worst = [&](const Load& l) {
@@ -284,7 +277,7 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
 
 }  // namespace
 
-A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                               const CollectiveModel& m) {
   if (gpus.size() <= 1 || c.gpus_per_node() <= 1) return A2aRouting::SendSide;
   const PortTimes t = busiest_port_times(c, gpus, matrix, m);
@@ -293,14 +286,16 @@ A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, co
 
 namespace {
 
-double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                      const CollectiveModel& m) {
   const std::size_t p = gpus.size();
   if (p <= 1) return 0;
   bool any_net = false;
-  for (std::size_t i = 0; i < p && !any_net; ++i)
-    for (std::size_t j = 0; j < p && !any_net; ++j)
-      any_net = i != j && matrix[i * p + j] > 0 && c.node_of(gpus[i]) != c.node_of(gpus[j]);
+  for (const A2aMatrix::Entry& x : matrix.entries())
+    if (x.from != x.to && x.bytes > 0 && c.node_of(gpus[x.from]) != c.node_of(gpus[x.to])) {
+      any_net = true;
+      break;
+    }
   double latency = hop(c, gpus[0], gpus[1], m).alpha;
   if (any_net)
     for (std::size_t j = 1; j < p; ++j)

@@ -78,10 +78,10 @@ CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vecto
 // all_to_all_routing() picks the one whose busiest NVLink port or NIC finishes first (ties: SendSide);
 // both executors route by it.
 enum class A2aRouting : std::uint8_t { SendSide, ReceiveSide };
-A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+A2aRouting all_to_all_routing(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                               const CollectiveModel& m = {});
-// Time of an all-to-all with a per-pair byte matrix (row = sender), p × p, call latency included.
-double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const std::vector<double>& matrix,
+// Time of an all-to-all with a per-pair byte matrix over `gpus`, call latency included.
+double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                        const CollectiveModel& m = {});
 // Time of a point-to-point transfer.
 double p2p_time(const Cluster& c, int src, int dst, double bytes, const CollectiveModel& m = {});

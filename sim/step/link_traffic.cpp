@@ -95,14 +95,14 @@ LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
     if (n < 2) continue;
     auto gpu = [&](std::size_t i) { return p.rank_gpu[static_cast<std::size_t>(g[i])]; };
     if (op.coll == CollKind::AllToAll) {  // pair by pair: its matrix, or bytes / n to every other member
-      std::vector<double> m = op.matrix >= 0 ? p.a2a[static_cast<std::size_t>(op.matrix)]
-                                             : std::vector<double>(n * n, op.bytes / static_cast<double>(n));
+      A2aMatrix uniform;
+      if (op.matrix < 0) uniform = A2aMatrix::uniform(n, op.bytes / static_cast<double>(n));
+      const A2aMatrix& m = op.matrix >= 0 ? p.a2a[static_cast<std::size_t>(op.matrix)] : uniform;
       std::vector<int> gpus(n);
       for (std::size_t i = 0; i < n; ++i) gpus[i] = gpu(i);
       const A2aRouting routing = all_to_all_routing(c_, gpus, m, model_);  // as both executors route it
-      for (std::size_t i = 0; i < n; ++i)
-        for (std::size_t j = 0; j < n; ++j)  // flow() skips i == j
-          flow(gpus[i], gpus[j], m[i * n + j] * op.weight, routing);
+      for (const A2aMatrix::Entry& x : m.entries())  // flow() skips i == j and pairs without bytes
+        flow(gpus[x.from], gpus[x.to], x.bytes * op.weight, routing);
       continue;
     }
     const double share = static_cast<double>(n - 1) / static_cast<double>(n);  // all-gather, reduce-scatter

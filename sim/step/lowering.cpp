@@ -184,10 +184,57 @@ class Builder {
   double weight_ = 1;
 };
 
+// The pairs `in` holds, stably ordered by key(pair) in [0, keys), into `out` (a counting sort).
+template <class Pair, class Key>
+void counting_sort(const std::vector<Pair>& in, std::vector<Pair>& out, std::size_t keys, Key key) {
+  std::vector<std::uint32_t> first(keys + 1, 0);
+  for (const Pair& x : in) ++first[key(x) + 1];
+  for (std::size_t k = 0; k < keys; ++k) first[k + 1] += first[k];
+  out.resize(in.size());
+  for (const Pair& x : in) out[first[key(x)]++] = x;
+}
+
 // Routing loads of one MoE layer for one stage's unit.
 struct LayerRouting {
+  struct Pair {
+    std::uint32_t from, to;
+  };
   std::vector<double> dispatch;  // U×U token copies (row = source unit index), before etp fan-out
+  std::vector<Pair> touched;     // the dispatch entries that hold copies, in first-touch order
   std::vector<double> slot_tokens;  // per expert slot (ExpertLayout)
+
+  void add(std::uint32_t from, std::uint32_t to, std::size_t U, double w) {
+    double& x = dispatch[from * U + to];
+    if (x == 0) touched.push_back({from, to});  // w > 0
+    x += w;
+  }
+  // The dispatch and combine matrices (`to_bytes` and `back_bytes` turn copies into bytes each
+  // way), skipping `drop`ped pairs, and their totals, each summed in its (sender, receiver) order.
+  template <class ToBytes, class BackBytes, class Drop>
+  void matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there, A2aMatrix& back,
+                double& there_total, double& back_total) {
+    std::vector<Pair> by_to;
+    counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });
+    counting_sort(by_to, touched, U, [](const Pair& x) { return x.from; });  // (from, to) order
+    counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });    // (to, from) order
+    there = A2aMatrix(U);
+    back = A2aMatrix(U);
+    there.reserve(touched.size());
+    back.reserve(touched.size());
+    there_total = back_total = 0;
+    for (const Pair& x : touched) {
+      if (drop(x.from, x.to)) continue;
+      const double b = to_bytes(dispatch[x.from * U + x.to]);
+      there.push(x.from, x.to, b);
+      there_total += b;
+    }
+    for (const Pair& x : by_to) {  // the combine matrix is the transpose
+      if (drop(x.from, x.to)) continue;
+      const double b = back_bytes(dispatch[x.from * U + x.to]);
+      back.push(x.to, x.from, b);
+      back_total += b;
+    }
+  }
 };
 
 }  // namespace
@@ -309,7 +356,7 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
   const int nr = static_cast<int>(routed_.size());
   if (m.is_moe() && routing_ != nullptr && nr > 0) {
     const ExpertLayout& ex = *experts_;
-    routing.assign(static_cast<std::size_t>(nr), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0),
+    routing.assign(static_cast<std::size_t>(nr), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0), {},
                                                                std::vector<double>(static_cast<std::size_t>(ex.slots()), 0)});
     const int k = m.top_k;
     long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
@@ -338,7 +385,8 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
               if (std::find(dest.begin(), dest.end(), e) == dest.end()) dest.push_back(e);
             }
             for (int e : dest)
-              for (int kk = 0; kk < d.etp; ++kk) L.dispatch[static_cast<std::size_t>(src) * U + e * d.etp + kk] += w;
+              for (int kk = 0; kk < d.etp; ++kk)
+                L.add(static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(e * d.etp + kk), static_cast<std::size_t>(U), w);
           }
         }
       }
@@ -472,23 +520,19 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
       const int j = route_slot_[static_cast<std::size_t>(moe_index_[l])];
       const bool no_ep = d.ep == 1;
       int disp = -1, comb = -1;
+      double total_bytes = 0, comb_bytes = 0;
       if (!routing.empty()) {
-        std::vector<double>& D = routing[static_cast<std::size_t>(j)].dispatch;  // this step's own copy
-        for (int src = 0; no_ep && src < U; ++src)
-          for (int dst = 0; dst < U; ++dst)
-            if (src / tp == dst / tp) D[static_cast<std::size_t>(src) * U + dst] = 0;
-        auto& mat = prog.a2a.emplace_back(D.size());
-        for (std::size_t i = 0; i < mat.size(); ++i) mat[i] = D[i] * h * ab;
-        disp = static_cast<int>(prog.a2a.size()) - 1;
-        auto& back = prog.a2a.emplace_back(D.size());
-        for (int src = 0; src < U; ++src)
-          for (int dst = 0; dst < U; ++dst)
-            back[static_cast<std::size_t>(dst) * U + src] = D[static_cast<std::size_t>(src) * U + dst] * h * 2.0 / d.etp;
-        comb = static_cast<int>(prog.a2a.size()) - 1;
+        // Without EP, copies inside the token's own attention group move nothing.
+        auto inside = [no_ep, tp](std::uint32_t src, std::uint32_t dst) { return no_ep && src / tp == dst / tp; };
+        disp = static_cast<int>(prog.a2a.size());
+        comb = disp + 1;
+        prog.a2a.resize(prog.a2a.size() + 2);
+        auto there = [&](double copies) { return copies * h * ab; };
+        auto back = [&](double copies) { return copies * h * 2.0 / d.etp; };
+        routing[static_cast<std::size_t>(j)].matrices(static_cast<std::size_t>(U), there, back, inside,
+                                                      prog.a2a[static_cast<std::size_t>(disp)],
+                                                      prog.a2a[static_cast<std::size_t>(comb)], total_bytes, comb_bytes);
       }
-      double total_bytes = 0;
-      if (disp >= 0)
-        for (double x : prog.a2a[static_cast<std::size_t>(disp)]) total_bytes += x;
       b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpDispatch, l, s,
                    total_bytes / std::max(U, 1), disp);
       for (int a = 0; a < A && m.shared_experts > 0; ++a) {  // shared experts, beside the dispatch
@@ -524,9 +568,6 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
                       Lay::Full, ComputeKind::GroupedGemm, tokens / std::max(active, 1.0));
         b.convert(out, Lay::Split, etp_group[s][e], tokens, h, ab, OpClass::EtpComm, l, s);
       }
-      double comb_bytes = 0;
-      if (comb >= 0)
-        for (double x : prog.a2a[static_cast<std::size_t>(comb)]) comb_bytes += x;
       b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpCombine, l, s,
                    comb_bytes / std::max(U, 1), comb);
       // Merge the shared experts' output, then restore the residual layout.

@@ -79,10 +79,43 @@ struct StepOp {
   Stream stream() const { return type == OpType::Compute ? Stream::Compute : Stream::Comm; }
 };
 
+// An all-to-all's bytes per (sender, receiver) pair of a p-member group, stored sparsely: a wide
+// expert-parallel step fills a few hundred of 64² or 128² pairs, and every pass over the matrix
+// (pricing, the routing choice, link traffic, SimGrid flows) visits only those, in ascending
+// (sender, receiver) order — the order a dense row-major scan would meet them. A pair without
+// an entry carries +0.0 bytes; from_dense keeps every other value (−0.0 and NaN included), so a
+// dense matrix comes back from dense() bit for bit.
+class A2aMatrix {
+ public:
+  struct Entry {
+    std::uint32_t from = 0, to = 0;  // member indices in the group
+    double bytes = 0;
+  };
+  A2aMatrix() = default;
+  explicit A2aMatrix(std::size_t members) : p_(members) {}
+  // From p×p row-major bytes; std::invalid_argument unless the size is a square.
+  static A2aMatrix from_dense(const std::vector<double>& dense);
+  // `bytes` from every member to every other one.
+  static A2aMatrix uniform(std::size_t members, double bytes);
+
+  std::size_t members() const { return p_; }
+  const std::vector<Entry>& entries() const { return e_; }
+  // Appends a pair; pairs must come in ascending (from, to) order, inside the group
+  // (std::logic_error otherwise).
+  void push(std::uint32_t from, std::uint32_t to, double bytes);
+  void reserve(std::size_t n) { e_.reserve(n); }
+  double at(std::size_t from, std::size_t to) const;
+  std::vector<double> dense() const;
+
+ private:
+  std::size_t p_ = 0;
+  std::vector<Entry> e_;  // ascending (from, to)
+};
+
 struct StepProgram {
   std::vector<int> rank_gpu;                       // cluster GPU id of each rank
   std::vector<std::vector<int>> groups;            // ranks of each collective group
-  std::vector<std::vector<double>> a2a;            // p×p bytes (row = sender), p = group size
+  std::vector<A2aMatrix> a2a;                      // all-to-all bytes, members = the op's group
   std::vector<StepOp> ops;
   std::vector<int> deps;
 
