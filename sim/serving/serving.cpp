@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "sim/plan/plan_layout.hpp"
 #include "sim/serving/arrivals.hpp"
@@ -303,11 +305,12 @@ class ReplicaSim {
       running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
   }
 
+  // The running sequences stay in admission order (appended when admitted, removed stably), so
+  // the latest admitted of group g is the last of its group still running.
   Seq& latest_in_group(int g) {
-    Seq* v = nullptr;
-    for (auto& s : running_)
-      if (s.req >= 0 && s.group == g && (v == nullptr || s.order > v->order)) v = &s;
-    return *v;
+    for (auto s = running_.rbegin(); s != running_.rend(); ++s)
+      if (s->req >= 0 && s->group == g) return *s;
+    throw std::logic_error("serving: no running sequence in attention group " + std::to_string(g));
   }
 
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
