@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 #include "sim/plan/memory_model.hpp"
 #include "sim/step/micro_batches.hpp"
@@ -203,6 +204,16 @@ struct LayerRouting {
   std::vector<Pair> touched;     // the dispatch entries that hold copies, in first-touch order
   std::vector<double> slot_tokens;  // per expert slot (ExpertLayout)
 
+  // Empty, for a unit of U ranks and `slots` expert slots.
+  void reset(std::size_t U, std::size_t slots) {
+    if (dispatch.size() != U * U) {
+      dispatch.assign(U * U, 0);
+    } else {
+      for (const Pair& x : touched) dispatch[x.from * U + x.to] = 0;
+    }
+    touched.clear();
+    slot_tokens.assign(slots, 0);
+  }
   void add(std::uint32_t from, std::uint32_t to, std::size_t U, double w) {
     double& x = dispatch[from * U + to];
     if (x == 0) touched.push_back({from, to});  // w > 0
@@ -351,13 +362,17 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
     }
 
   // Routing of every lowered MoE layer: sampled windows of each sequence, scaled to its token count.
-  std::vector<LayerRouting> routing;
+  // Per-thread scratch: nr dense U×U accumulators (2 MB at U = 128) are zeroed where the last
+  // step touched them instead of being allocated per step. `routing` is empty without routing.
+  thread_local std::vector<LayerRouting> scratch;
+  std::span<LayerRouting> routing;
   const int num_moe = m.num_moe_layers();
   const int nr = static_cast<int>(routed_.size());
   if (m.is_moe() && routing_ != nullptr && nr > 0) {
     const ExpertLayout& ex = *experts_;
-    routing.assign(static_cast<std::size_t>(nr), LayerRouting{std::vector<double>(static_cast<std::size_t>(U) * U, 0), {},
-                                                               std::vector<double>(static_cast<std::size_t>(ex.slots()), 0)});
+    if (scratch.size() < static_cast<std::size_t>(nr)) scratch.resize(static_cast<std::size_t>(nr));
+    routing = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
+    for (LayerRouting& L : routing) L.reset(static_cast<std::size_t>(U), static_cast<std::size_t>(ex.slots()));
     const int k = m.top_k;
     long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
     const bool every_layer = nr == num_moe;
@@ -436,6 +451,10 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
       for (int t = 0; t < tp; ++t) tp_rank_lists[s][a].push_back(rank(s, a * tp + t));
   auto tp_ranks = [&](int s, int a) -> const std::vector<int>& { return tp_rank_lists[s][a]; };
 
+  // Scratch of the MoE layers below, kept across them.
+  std::vector<int> shared_end, expert_ranks;
+  std::vector<Lay> shared_out;
+  std::vector<std::vector<int>> shared_fork;
   for (int s = 0; s < d.pp; ++s) {
     // Pipeline receive (or embedding on the first stage).
     if (s == 0) {
@@ -497,9 +516,9 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
       // experts fork from the normed input but are issued after the dispatch, so that in program
       // order (what list scheduling follows) they run while the dispatch all-to-all is in flight,
       // as serving engines overlap them.
-      std::vector<int> shared_end(static_cast<std::size_t>(prog.num_ranks()), -1);
-      std::vector<Lay> shared_out(A, Lay::Full);
-      std::vector<std::vector<int>> shared_fork(A);  // Builder state after each group's normed input
+      shared_end.assign(static_cast<std::size_t>(prog.num_ranks()), -1);
+      shared_out.assign(static_cast<std::size_t>(A), Lay::Full);
+      shared_fork.resize(static_cast<std::size_t>(A));  // Builder state after each group's normed input
       for (int a = 0; a < A; ++a) {
         if (T[a] <= 0) continue;
         const auto& ranks = tp_ranks(s, a);
@@ -561,7 +580,8 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
           }
         }
         if (tokens <= 0) continue;
-        std::vector<int> ranks;
+        std::vector<int>& ranks = expert_ranks;
+        ranks.clear();
         for (int k = 0; k < d.etp; ++k) ranks.push_back(rank(s, e * d.etp + k));
         Lay out = ffn(s, l, etp_group[s][e], ranks, tokens, static_cast<double>(m.expert_ffn), plan_.shard(Op::ExpertUp),
                       plan_.shard(Op::ExpertDown), d.etp, active * expert_bytes, OpClass::Experts, OpClass::EtpComm,

@@ -107,7 +107,13 @@ StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& s
   for (const auto& op : p.ops) pp = std::max(pp, op.stage + 1);
   std::vector<double> stage_first(static_cast<std::size_t>(pp), 1e300), stage_last(static_cast<std::size_t>(pp), 0);
   std::map<int, std::vector<double>> expert_by_layer;  // (layer, stage) → expert seconds per rank
-  std::vector<Intervals> comm(static_cast<std::size_t>(ranks)), compute(static_cast<std::size_t>(ranks));
+  // Each rank's busy intervals per stream, in per-thread scratch: the executors summarise
+  // thousands of schedules per plan, and the lists keep their capacity from one to the next.
+  thread_local std::vector<Intervals> comm, compute;
+  for (auto* lanes : {&comm, &compute}) {
+    lanes->resize(static_cast<std::size_t>(ranks));
+    for (auto& l : *lanes) l.clear();
+  }
   std::vector<int> involved;
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
