@@ -2,6 +2,7 @@
 // the same results at any thread count), the serving evaluator and the output files.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -249,6 +250,26 @@ TEST_CASE("report statistics: intervals, success rates, and tests against the re
     ++rows;
   }
   CHECK(rows == st.budget);
+  // The runtime ECDF pools five targets per run: its steps rise from 0, never past 1, one step per
+  // (run, target) pair reached, and what it ends at is the share of pairs reached.
+  const std::string ecdf_head = "$ecdf1 << EOD\n";  // sa's
+  std::istringstream ecdf(gp.substr(gp.find(ecdf_head) + ecdf_head.size()));
+  std::vector<double> fractions;
+  while (std::getline(ecdf, line) && line != "EOD") {
+    double x = 0, f = -1;
+    std::istringstream(line) >> x >> f;
+    fractions.push_back(f);
+  }
+  REQUIRE(fractions.size() >= 2);
+  CHECK(fractions.front() == 0);
+  CHECK(std::is_sorted(fractions.begin(), fractions.end()));
+  int reached = 0;
+  for (const auto& r : out.runs)
+    if (r.optimizer == "sa")
+      for (double f : {0.95, 0.98, 0.99, 0.995, 1.0}) reached += evals_to_reach(r.anytime, f * rep.best_known) > 0;
+  CHECK(fractions.back() == doctest::Approx(reached / 25.0));
+  CHECK(fractions.size() == static_cast<std::size_t>(reached) + 2);
+  CHECK(gp.find("set yrange [") != std::string::npos);  // zoomed to where the optimizers end
   // The same outcome summarised again gives the same intervals (the bootstrap is seeded).
   SearchReport again = summarize_search(out, rules, space, "random", 7);
   CHECK(again.optimizers[2].median_interval.lo == sa.median_interval.lo);
