@@ -429,7 +429,7 @@ struct SyntheticRouting::Tables {
     ExpertId other;  // the expert taken otherwise
     static std::uint32_t threshold(double keep) {
       const double k = std::ceil(static_cast<double>(static_cast<float>(keep)) * 0x1.0p32);
-      return static_cast<std::uint32_t>(std::clamp(k, 1.0, 0x1.0p32) - 1);
+      return k >= 1 ? static_cast<std::uint32_t>(std::min(k, 0x1.0p32) - 1) : 0;  // NaN too: no cast of it
     }
   };
   std::vector<Alias> alias;             // [t·E + i]: alias tables, one per segment
