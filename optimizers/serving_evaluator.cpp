@@ -14,6 +14,7 @@ namespace shardsim {
 ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
   if (!in_.model || !in_.cluster || !in_.trace) throw std::invalid_argument("ServingEvaluator: missing inputs");
   if (in_.tier != "analytic" && !in_.runner) throw std::invalid_argument("ServingEvaluator: SimGrid tier without a runner");
+  if (!in_.serving.cost_classes) in_.serving.cost_classes = std::make_shared<CostClassMemo>();  // one layout, many plans
 }
 
 std::string ServingEvaluator::objective_unit() const {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -189,4 +191,24 @@ TEST_CASE("fast path: replicas with the same costs share step timings, results u
                       ServingOptions{});
   CHECK(four.result.breakdown.steps == 4 * one.result.breakdown.steps);
   CHECK(four.result.breakdown.executed_steps == one.result.breakdown.executed_steps);
+}
+
+TEST_CASE("fast path: a cost-class memo gives the serving run's own answer, for one cluster only") {
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:4");
+  Plan p = plan_from_string("tp=8,dp=4", c.num_gpus(), plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=120,seed=4");
+  auto routing = make_routing("synthetic:seed=2", m.routing_shape());
+  AnalyticExecutor ex(c);
+  ServingOptions memo;
+  memo.cost_classes = std::make_shared<CostClassMemo>();
+  CHECK(memo.cost_classes->classes(p, c) == std::vector<int>{0, 0, 0, 0});  // four nodes alike
+  const ServingResult fresh = serve(p, m, c, t, routing.get(), ex, ServingOptions{});
+  for (int round = 0; round < 2; ++round) {  // the second from the memo
+    const ServingResult r = serve(p, m, c, t, routing.get(), ex, memo);
+    CHECK(r.makespan == fresh.makespan);
+    CHECK(r.breakdown.executed_steps == fresh.breakdown.executed_steps);
+  }
+  const Cluster other = load_cluster("dgx-h100:4");
+  CHECK_THROWS_AS(memo.cost_classes->classes(p, other), std::logic_error);
 }

@@ -760,6 +760,27 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
 
 }  // namespace
 
+std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster) {
+  const PlanLayout layout(plan);
+  std::vector<int> key;
+  for (int r = 0; r < plan.deg.dp; ++r) {
+    const std::vector<int> gpus = layout.replica(r);
+    key.insert(key.end(), gpus.begin(), gpus.end());
+    key.push_back(-1);  // replicas' ends: the same GPUs in other replica sizes are another layout
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cluster_ != nullptr && cluster_ != &cluster) throw std::logic_error("CostClassMemo: used with a second cluster");
+    cluster_ = &cluster;
+    auto hit = by_layout_.find(key);
+    if (hit != by_layout_.end()) return hit->second;
+  }
+  std::vector<int> cls = cost_classes(plan, cluster);  // outside the lock: the slow part
+  std::lock_guard<std::mutex> lock(mu_);
+  by_layout_.emplace(std::move(key), cls);
+  return cls;
+}
+
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                     const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
   if (plan.disaggregated()) {
@@ -783,7 +804,9 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
   ServingOptions opts = options;  // the replicas of one cost class share the run's step cache
   if (!opts.step_cache) opts.step_cache = std::make_shared<StepCache>();
-  const std::vector<int> classes = options.shape_buckets_per_octave > 0 ? cost_classes(plan, cluster) : std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0);
+  const std::vector<int> classes = options.shape_buckets_per_octave <= 0 ? std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0)
+                                   : options.cost_classes       ? options.cost_classes->classes(plan, cluster)
+                                                                : cost_classes(plan, cluster);
   const auto experts = expert_layout_for(plan, model, routing);  // once for every replica
   if (experts->balanced())
     out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
