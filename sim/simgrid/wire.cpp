@@ -52,9 +52,7 @@ A2aMatrix read_matrix(WireReader& r) {
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t from = r.u32(), to = r.u32();
     const double bytes = r.f64();
-    const auto& e = m.entries();
-    if (from >= m.members() || to >= m.members() ||
-        (!e.empty() && (e.back().from > from || (e.back().from == from && e.back().to >= to))))
+    if (!m.fits(from, to))
       throw WireError("wire: all-to-all entry (" + std::to_string(from) + ", " + std::to_string(to) +
                       ") out of order or outside its " + std::to_string(m.members()) + " members");
     m.push(from, to, bytes);

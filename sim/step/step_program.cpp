@@ -70,7 +70,7 @@ A2aMatrix A2aMatrix::uniform(std::size_t members, double bytes) {
 }
 
 void A2aMatrix::push(std::uint32_t from, std::uint32_t to, double bytes) {
-  if (from >= p_ || to >= p_ || (!e_.empty() && (e_.back().from > from || (e_.back().from == from && e_.back().to >= to))))
+  if (!fits(from, to))
     throw std::logic_error("all-to-all matrix: pair (" + std::to_string(from) + ", " + std::to_string(to) +
                            ") out of order or outside " + std::to_string(p_) + " members");
   e_.push_back({from, to, bytes});

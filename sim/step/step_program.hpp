@@ -100,8 +100,11 @@ class A2aMatrix {
 
   std::size_t members() const { return p_; }
   const std::vector<Entry>& entries() const { return e_; }
-  // Appends a pair; pairs must come in ascending (from, to) order, inside the group
-  // (std::logic_error otherwise).
+  // Whether (from, to) may come next: inside the group and after the last pair.
+  bool fits(std::uint32_t from, std::uint32_t to) const {
+    return from < p_ && to < p_ && (e_.empty() || e_.back().from < from || (e_.back().from == from && e_.back().to < to));
+  }
+  // Appends a pair; it must fit (std::logic_error otherwise).
   void push(std::uint32_t from, std::uint32_t to, double bytes);
   void reserve(std::size_t n) { e_.reserve(n); }
   double at(std::size_t from, std::size_t to) const;
