@@ -90,6 +90,12 @@ TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and cl
     CHECK(f.completed == e.completed);
     CHECK(fast.result.breakdown.executed_steps < exact.result.breakdown.executed_steps);
     CHECK(exact.result.breakdown.interpolated_mixed_steps == 0);
+    // Every prompt is prefilled in some executed step, and some steps only decode.
+    const auto &xb = exact.result.breakdown, &fb = fast.result.breakdown;
+    CHECK(xb.executed_chunk_steps > 0);
+    CHECK(xb.executed_chunk_steps < xb.executed_steps);
+    CHECK(fb.executed_chunk_steps <= fb.executed_steps);
+    CHECK(fb.executed_chunk_steps < xb.executed_chunk_steps);
     mixed += fast.result.breakdown.interpolated_mixed_steps;
     // Over the makespan only offline: an arrival-paced run's makespan is its last request's fate.
     if (k.offline) CHECK(rel(f.output_tok_s, e.output_tok_s) < 0.01);

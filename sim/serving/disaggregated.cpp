@@ -32,6 +32,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.prefill_tokens += b.prefill_tokens;
   a.decode_tokens += b.decode_tokens;
   a.executed_steps += b.executed_steps;
+  a.executed_chunk_steps += b.executed_chunk_steps;
   a.forwarded_steps += b.forwarded_steps;
   a.interpolated_steps += b.interpolated_steps;
   a.interpolated_mixed_steps += b.interpolated_mixed_steps;

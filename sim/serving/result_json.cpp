@@ -196,6 +196,7 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
   return {{"path", o.exact() ? "exact" : "fast"},
           {"steps", b.steps},
           {"executed_steps", b.executed_steps},
+          {"executed_chunk_steps", b.executed_chunk_steps},
           {"reused_steps", b.steps - b.executed_steps},
           {"forwarded_steps", b.forwarded_steps},
           {"interpolated_steps", b.interpolated_steps},
@@ -207,7 +208,8 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
 
 std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o) {
   std::ostringstream s;
-  s << (o.exact() ? "exact path" : "fast path") << ": " << b.executed_steps << " of " << b.steps << " steps executed";
+  s << (o.exact() ? "exact path" : "fast path") << ": " << b.executed_steps << " of " << b.steps << " steps executed ("
+    << b.executed_chunk_steps << " with prompt chunks)";
   if (b.forwarded_steps > 0) s << ", " << b.forwarded_steps << " fast-forwarded";
   if (b.interpolated_steps > 0) s << ", " << b.interpolated_steps << " shapes interpolated";
   if (b.interpolated_mixed_steps > 0) s << ", " << b.interpolated_mixed_steps << " mixed shapes interpolated";

@@ -169,6 +169,7 @@ struct ServingBreakdown {
   double pipeline_span = 0;                       // Σ over replicas and stages of the busy span
   long steps = 0, prefill_tokens = 0, decode_tokens = 0;
   long executed_steps = 0;                        // steps actually lowered and run (rest memoised)
+  long executed_chunk_steps = 0;                  // of those, steps with prompt chunks (the costliest)
   long forwarded_steps = 0;                       // of the memoised, replayed by fast-forward (no batch built)
   long interpolated_steps = 0;                    // decode shapes timed from their family (none executed)
   long interpolated_mixed_steps = 0;              // mixed shapes timed by interpolation along tokens

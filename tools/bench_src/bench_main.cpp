@@ -141,7 +141,8 @@ static std::vector<double> score_plans(const ModelSpec& m, const Cluster& c, con
                                        const RoutingSource* routing, const std::vector<std::string>& texts, bool offline) {
   AnalyticExecutor ex(c);
   std::vector<double> ms;
-  std::printf("%-38s %9s %9s %9s %10s %13s\n", "plan", "wall ms", "steps", "executed", "forwarded", "output tok/s");
+  std::printf("%-38s %9s %9s %9s %9s %10s %13s\n", "plan", "wall ms", "steps", "executed", "w/chunks", "forwarded",
+              "output tok/s");
   for (const auto& text : texts) {
     Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
     if (!check_plan(p, m, c).feasible()) {
@@ -155,8 +156,8 @@ static std::vector<double> score_plans(const ModelSpec& m, const Cluster& c, con
     Metrics mt = summarize(r, o, c.num_gpus());
     double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ms.push_back(w);
-    std::printf("%-38s %9.1f %9ld %9ld %10ld %13.0f\n", text.c_str(), w, r.breakdown.steps, r.breakdown.executed_steps,
-                r.breakdown.forwarded_steps, mt.output_tok_s);
+    std::printf("%-38s %9.1f %9ld %9ld %9ld %10ld %13.0f\n", text.c_str(), w, r.breakdown.steps, r.breakdown.executed_steps,
+                r.breakdown.executed_chunk_steps, r.breakdown.forwarded_steps, mt.output_tok_s);
   }
   std::sort(ms.begin(), ms.end());
   return ms;
