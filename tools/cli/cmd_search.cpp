@@ -625,6 +625,7 @@ void add_search_command(CLI::App& app) {
       "  shardsim search merge study-seeds-1-5 study-seeds-6-10 --out study-1-10");
   merge->add_option("dirs", *dirs, "study folders (each with its journal.jsonl)")->required()->expected(2, 1000);
   merge->add_option("--out", *merged_out, "the merged study's folder")->required();
+  merge->fallthrough();  // the search's own options (--quiet, --threads) may follow the folders
   merge->callback([opt, cmd, dirs, merged_out] {
     write_merged_journal(*dirs, *merged_out);
     opt->resume = *merged_out;  // replays every merged evaluation and writes the report
