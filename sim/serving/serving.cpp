@@ -441,14 +441,6 @@ class ReplicaSim {
 
   bool head_known_blocked() const { return head_blocked_ && blocked_at_ == frees_; }
 
-  // Whether a step holds a prompt chunk (any work but one token on a context), as StepCosts tells them.
-  static bool has_chunks(const ReplicaBatch& batch) {
-    for (const auto& g : batch.groups)
-      for (const auto& w : g)
-        if (w.new_tokens != 1 || w.context <= 0) return true;
-    return false;
-  }
-
   static bool batch_is_decode(const std::vector<std::pair<Seq*, int>>& work) {
     for (const auto& [s, n] : work)
       if (s->prefilled < s->prompt) return false;
@@ -584,7 +576,7 @@ class ReplicaSim {
         t.link_busiest = lt.busiest;
       }
       out_.breakdown.executed_steps++;
-      if (has_chunks(batch)) out_.breakdown.executed_chunk_steps++;
+      if (batch.has_chunks()) out_.breakdown.executed_chunk_steps++;
       if (opt_.on_executed_step) opt_.on_executed_step(replica_, batch, t);
       return t;
     };

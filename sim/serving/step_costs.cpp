@@ -26,7 +26,7 @@ Shape shape_of(const ReplicaBatch& batch) {
   for (const auto& g : batch.groups) {
     double v[3] = {0, 0, 0};
     for (const auto& w : g) {
-      (w.new_tokens == 1 && w.context > 0 ? v[0] : v[1]) += w.new_tokens;
+      (w.decodes() ? v[0] : v[1]) += w.new_tokens;
       v[2] += w.context;
       s.emits += w.emits;
     }
@@ -59,8 +59,6 @@ AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
   return {a.critical + w * (b.critical - a.critical), a.busy + w * (b.busy - a.busy)};
 }
 
-bool is_decode(const SeqWork& w) { return w.new_tokens == 1 && w.context > 0; }
-
 // A step with prompt chunks: its stratum — whether one attention group holds chunks or several,
 // whether decode tokens are beside them, the cost class — and the features its rest follows, its
 // tokens and those outside its largest chunk group (step_fit.hpp). How many groups hold chunks
@@ -81,7 +79,7 @@ Mixed mixed_of(const ReplicaBatch& batch, int cost_class) {
     double pf = 0, n = 0;
     for (const auto& w : g) {
       n += w.new_tokens;
-      if (!is_decode(w)) pf += w.new_tokens;
+      if (!w.decodes()) pf += w.new_tokens;
     }
     all += n;
     chunk_tokens += pf;

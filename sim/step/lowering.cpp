@@ -21,6 +21,13 @@ int ReplicaBatch::tokens() const {
   return n;
 }
 
+bool ReplicaBatch::has_chunks() const {
+  for (const auto& g : groups)
+    for (const auto& s : g)
+      if (!s.decodes()) return true;
+  return false;
+}
+
 Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RoutingSource* routing,
                    int replica, LoweringOptions options)
     : plan_(plan), model_(model), cluster_(cluster), routing_(routing), options_(std::move(options)), layout_(plan) {
@@ -283,7 +290,7 @@ void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ran
   double flops[2] = {0, 0}, bytes[2] = {0, 0}, kv_len[2] = {0, 0};
   for (const auto& sq : seqs) {
     double n = sq.new_tokens, c = sq.context;
-    int decode = n == 1 && c > 0 ? 1 : 0;
+    int decode = sq.decodes() ? 1 : 0;
     bool absorbed = mla && decode;
     double dqk = mla ? (absorbed ? m.kv_lora_rank + m.qk_rope_head_dim : m.qk_nope_head_dim + m.qk_rope_head_dim)
                      : m.head_dim;

@@ -46,12 +46,15 @@ struct SeqWork {
   int new_tokens = 0;          // tokens processed this step: a prefill chunk, or 1 when decoding
   int context = 0;             // tokens already in the KV cache before this step
   bool emits = false;          // produces an output token this step (decode, or the last prefill chunk)
+  // One token on a context: a decode token; anything else is (part of) a prompt chunk.
+  bool decodes() const { return new_tokens == 1 && context > 0; }
 };
 
 // A replica's step: the sequences of each attention-DP group (size = plan attn_dp).
 struct ReplicaBatch {
   std::vector<std::vector<SeqWork>> groups;
   int tokens() const;
+  bool has_chunks() const;  // any sequence's work is a prompt chunk
 };
 
 struct LoweringOptions {
