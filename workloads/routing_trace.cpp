@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -103,7 +104,71 @@ void validate_routing_shape(const RoutingShape& s, const std::string& source) {
 
 // ---- RoutingSource ----
 
-RoutingSource::RoutingSource(RoutingShape shape, std::string source) : shape_(shape), source_(std::move(source)) {}
+struct RoutingSource::Shares {
+  std::once_flag once;
+  std::vector<double> shares;
+  double concentration = 0;
+};
+
+RoutingSource::RoutingSource(RoutingShape shape, std::string source)
+    : shape_(shape), source_(std::move(source)), shares_(std::make_shared<Shares>()) {}
+
+namespace {
+
+// The κ that weighs a window of n picks against the shares as well as the sample allows: the
+// least-squares weight of a request's first window in predicting its second one is
+// w = Σ cov(first, second) / Σ var(first) over every layer and expert (each centred on the
+// shares), and a window of n picks then weighs n : κ with κ = n·(1 − w)/w. A persistent
+// per-request preference shows in the covariance; clumps inside one window (a token reusing its
+// predecessor's experts) only in the variance, so they lower w instead of raising it.
+double concentration_of(const std::vector<std::vector<double>>& first, const std::vector<std::vector<double>>& second,
+                        const std::vector<double>& shares, double n) {
+  double cov = 0, var = 0;
+  for (std::size_t r = 0; r < first.size(); ++r)
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      const double a = first[r][i] - n * shares[i], b = second[r][i] - n * shares[i];
+      cov += a * b;
+      var += a * a;
+    }
+  if (var <= 0) return 0;
+  const double w = std::min(1.0, cov / var);
+  if (w <= n / (n + RoutingSource::kMaxConcentration)) return RoutingSource::kMaxConcentration;
+  return n * (1 - w) / w;
+}
+
+}  // namespace
+
+std::span<const double> RoutingSource::pick_shares() const {
+  std::call_once(shares_->once, [this] {
+    const std::size_t E = static_cast<std::size_t>(shape_.experts), L = static_cast<std::size_t>(shape_.moe_layers);
+    const std::size_t k = static_cast<std::size_t>(shape_.top_k);
+    std::vector<ExpertId> ids(static_cast<std::size_t>(kShareTokens) * shape_.ids_per_token());
+    // Two windows of each request: picks per [layer·E + expert].
+    std::vector<std::vector<double>> window[2];
+    for (int w = 0; w < 2; ++w) {
+      window[w].assign(kShareRequests, std::vector<double>(L * E, 0));
+      for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(kShareRequests); ++r) {
+        route_tokens(r, w == 0 ? 0 : kSecondWindow, kShareTokens, ids);
+        for (std::size_t t = 0; t < static_cast<std::size_t>(kShareTokens); ++t)
+          for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t j = 0; j < k; ++j) window[w][r][l * E + ids[(t * L + l) * k + j]] += 1;
+      }
+    }
+    const double n = static_cast<double>(kShareTokens) * shape_.top_k;  // picks per window and layer
+    std::vector<double>& shares = shares_->shares;
+    shares.assign(L * E, 0);
+    for (const auto& w : window)
+      for (const auto& counts : w)
+        for (std::size_t i = 0; i < shares.size(); ++i) shares[i] += counts[i] / (2 * n * kShareRequests);
+    shares_->concentration = concentration_of(window[0], window[1], shares, n);
+  });
+  return shares_->shares;
+}
+
+double RoutingSource::pick_concentration() const {
+  pick_shares();
+  return shares_->concentration;
+}
 
 void RoutingSource::route(std::uint32_t request, std::uint32_t position, int moe_layer, std::span<ExpertId> out) const {
   if (moe_layer < 0 || moe_layer >= shape_.moe_layers)

@@ -77,6 +77,22 @@ class RoutingSource {
                     std::span<ExpertId> out) const;
   static constexpr int kChainDepth = 1;
 
+  // Each expert's share of the top-k picks at each MoE layer (shares[layer·experts + expert], each
+  // layer's shares summing to 1) over a fixed sample — two windows of kShareTokens tokens, from
+  // positions 0 and kSecondWindow, of kShareRequests requests: the population an estimate of
+  // unrouted tokens leans on (sim/step/batch_routing.hpp). Computed on first use, once per source
+  // and its copies, then kept.
+  std::span<const double> pick_shares() const;
+  // How much a window of n = kShareTokens·top_k picks says about the same request's other tokens,
+  // as a pseudo-count: the window and the shares weigh n : κ in the best linear estimate of the
+  // request's later picks, fitted on the same sample (the first window predicting the second).
+  // 0: a request's window says everything; kMaxConcentration: nothing beyond the shares.
+  double pick_concentration() const;
+  static constexpr double kMaxConcentration = 1e6;
+  static constexpr int kShareRequests = 64;
+  static constexpr std::uint32_t kSecondWindow = 256;
+  static constexpr int kShareTokens = 32;
+
  protected:
   RoutingSource(RoutingShape shape, std::string source);
   RoutingSource(const RoutingSource&) = default;
@@ -95,6 +111,8 @@ class RoutingSource {
 
   RoutingShape shape_;   // fixed at construction
   std::string source_;   // fixed at construction
+  struct Shares;
+  std::shared_ptr<Shares> shares_;  // pick_shares(), filled once (std::call_once)
 };
 
 // A routing source from a spec, for a model of the given shape:

@@ -193,7 +193,11 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
     approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +
                      " lowered per replica step (MoE layers onto about " + std::to_string(o.fold_moe_layers) +
                      " routed representatives, at least one per stage)");
+  if (o.routed_tokens_per_seq > 0)
+    approx.push_back("routing: up to " + std::to_string(o.routed_tokens_per_seq) +
+                     " tokens of each prompt chunk routed per step, the rest taken as their expected routing");
   return {{"path", o.exact() ? "exact" : "fast"},
+          {"routed_tokens_per_seq", o.routed_tokens_per_seq},
           {"steps", b.steps},
           {"executed_steps", b.executed_steps},
           {"executed_chunk_steps", b.executed_chunk_steps},

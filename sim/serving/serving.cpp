@@ -628,6 +628,7 @@ class ReplicaSim {
   static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, bool fold = true) {
     LoweringOptions lo;
     lo.fold_moe_layers = fold ? o.fold_moe_layers : 0;
+    lo.max_routed_tokens_per_seq = o.routed_tokens_per_seq;
     lo.experts = experts;
     return lo;
   }

@@ -96,6 +96,9 @@ struct ServingOptions {
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
   // 0 lowers every layer. Timeline steps are never folded.
   int fold_moe_layers = 16;
+  // Tokens of a prompt chunk routed per step (LoweringOptions::max_routed_tokens_per_seq, sim/step/batch_routing.hpp); the
+  // rest are estimated from them. 0 routes every token (the exact path).
+  int routed_tokens_per_seq = 32;
   // A decode-only step of a new shape is its family's mean over executed steps with its own
   // attention (sim/serving/step_costs.hpp) instead of being executed.
   bool interpolate_context = true;
@@ -109,15 +112,16 @@ struct ServingOptions {
   // growth that could preempt, or bucket crossing) are replayed without rebuilding the batch:
   // the loop advances the clock, not the sequences. Exact given the memoisation above.
   bool fast_forward = true;
-  // The exact path: every step lowered with every layer and its own routing, nothing reused.
+  // The exact path: every step lowered with every layer and every token routed, nothing reused.
   void set_exact() {
     shape_buckets_per_octave = 0;
     fold_moe_layers = 0;
+    routed_tokens_per_seq = 0;
     fast_forward = false;
     interpolate_context = false;
     interpolate_mixed = false;
   }
-  bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0; }
+  bool exact() const { return shape_buckets_per_octave <= 0 && fold_moe_layers <= 0 && routed_tokens_per_seq <= 0; }
   // The decode pool of a disaggregated plan (sim/serving/disaggregated.hpp): request i arrives at
   // its trace arrival time (when its KV landed; `offline` and `concurrency` do not apply) with its
   // prompt prefilled on decode_slots[i] and its first token delivered when it is admitted there.

@@ -317,7 +317,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
     // once to every EP rank that holds one of its experts (DeepEP's low-latency kernels, decode);
     // DeepEP's normal kernels, which prefill uses, send it once per destination node over RDMA and
     // fan it out over NVLink (node-limited routing: at most 4 nodes per token), so the simulated
-    // NICs carry about twice the real bytes. At 4K prompts the longer attention hides part of it.
+    // NICs carry about twice the real bytes. At 2K and 4K prompts the longer attention hides part of it.
     const std::string dedup =
         "the all-to-all sends a token once per destination EP rank (as DeepEP's low-latency decode kernels do); "
         "DeepEP's normal prefill kernels send it once per destination node over RDMA and forward it over NVLink, "
@@ -334,7 +334,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
                       RowRole::Check, "", src,
                       "prefill pool " + plan_to_string(pool) + " on dgx-h100:4, " + std::to_string(n) +
                           " requests at t=0, trace " + spec + ", routing synthetic:seed=7; over the run",
-                      len < 4096 ? dedup : ""});
+                      len < 2048 ? dedup : ""});
     }
   }
   // The decode pool alone: every request's KV is there at t = 0. "KV cache length 2,000": prompts of

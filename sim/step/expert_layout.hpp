@@ -58,6 +58,11 @@ class ExpertLayout {
     const auto& r = replicas_[static_cast<std::size_t>(moe_layer)][static_cast<std::size_t>(expert)];
     return r[static_cast<std::size_t>(token % static_cast<long>(r.size()))];
   }
+  // How many slots hold expert x at MoE layer l; slot_of(l, x, i) for i below it names each once.
+  int replicas(int moe_layer, int expert) const {
+    if (replicas_.empty()) return 1;
+    return static_cast<int>(replicas_[static_cast<std::size_t>(moe_layer)][static_cast<std::size_t>(expert)].size());
+  }
   int rank_of_slot(int slot) const { return std::min(ep_ - 1, slot / std::max(1, slots_ / ep_)); }
 
   // Rank load max/mean of the held-out sample (judge()), mean over layers: contiguous vs this layout.

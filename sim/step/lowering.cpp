@@ -7,6 +7,7 @@
 #include <span>
 
 #include "sim/plan/memory_model.hpp"
+#include "sim/step/batch_routing.hpp"
 #include "sim/step/micro_batches.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
@@ -192,69 +193,6 @@ class Builder {
   double weight_ = 1;
 };
 
-// The pairs `in` holds, stably ordered by key(pair) in [0, keys), into `out` (a counting sort).
-template <class Pair, class Key>
-void counting_sort(const std::vector<Pair>& in, std::vector<Pair>& out, std::size_t keys, Key key) {
-  std::vector<std::uint32_t> first(keys + 1, 0);
-  for (const Pair& x : in) ++first[key(x) + 1];
-  for (std::size_t k = 0; k < keys; ++k) first[k + 1] += first[k];
-  out.resize(in.size());
-  for (const Pair& x : in) out[first[key(x)]++] = x;
-}
-
-// Routing loads of one MoE layer for one stage's unit.
-struct LayerRouting {
-  struct Pair {
-    std::uint32_t from, to;
-  };
-  std::vector<double> dispatch;  // U×U token copies (row = source unit index), before etp fan-out
-  std::vector<Pair> touched;     // the dispatch entries that hold copies, in first-touch order
-  std::vector<double> slot_tokens;  // per expert slot (ExpertLayout)
-
-  // Empty, for a unit of U ranks and `slots` expert slots.
-  void reset(std::size_t U, std::size_t slots) {
-    if (dispatch.size() != U * U) {
-      dispatch.assign(U * U, 0);
-    } else {
-      for (const Pair& x : touched) dispatch[x.from * U + x.to] = 0;
-    }
-    touched.clear();
-    slot_tokens.assign(slots, 0);
-  }
-  void add(std::uint32_t from, std::uint32_t to, std::size_t U, double w) {
-    double& x = dispatch[from * U + to];
-    if (x == 0) touched.push_back({from, to});  // w > 0
-    x += w;
-  }
-  // The dispatch and combine matrices (`to_bytes` and `back_bytes` turn copies into bytes each
-  // way), skipping `drop`ped pairs, and their totals, each summed in its (sender, receiver) order.
-  template <class ToBytes, class BackBytes, class Drop>
-  void matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there, A2aMatrix& back,
-                double& there_total, double& back_total) {
-    std::vector<Pair> by_to;
-    counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });
-    counting_sort(by_to, touched, U, [](const Pair& x) { return x.from; });  // (from, to) order
-    counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });    // (to, from) order
-    there = A2aMatrix(U);
-    back = A2aMatrix(U);
-    there.reserve(touched.size());
-    back.reserve(touched.size());
-    there_total = back_total = 0;
-    for (const Pair& x : touched) {
-      if (drop(x.from, x.to)) continue;
-      const double b = to_bytes(dispatch[x.from * U + x.to]);
-      there.push(x.from, x.to, b);
-      there_total += b;
-    }
-    for (const Pair& x : by_to) {  // the combine matrix is the transpose
-      if (drop(x.from, x.to)) continue;
-      const double b = back_bytes(dispatch[x.from * U + x.to]);
-      back.push(x.to, x.from, b);
-      back_total += b;
-    }
-  }
-};
-
 }  // namespace
 
 StepProgram Lowering::lower(const ReplicaBatch& batch) const {
@@ -368,51 +306,18 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
       emit[a] += sq.emits ? 1 : 0;
     }
 
-  // Routing of every lowered MoE layer: sampled windows of each sequence, scaled to its token count.
-  // Per-thread scratch: nr dense U×U accumulators (2 MB at U = 128) are zeroed where the last
-  // step touched them instead of being allocated per step. `routing` is empty without routing.
+  // Routing of every lowered MoE layer (sim/step/batch_routing.hpp). Per-thread scratch: nr dense
+  // U×U accumulators (2 MB at U = 128) are zeroed where the last step touched them instead of
+  // being allocated per step. `routing` is empty without routing.
   thread_local std::vector<LayerRouting> scratch;
   std::span<LayerRouting> routing;
-  const int num_moe = m.num_moe_layers();
   const int nr = static_cast<int>(routed_.size());
   if (m.is_moe() && routing_ != nullptr && nr > 0) {
-    const ExpertLayout& ex = *experts_;
     if (scratch.size() < static_cast<std::size_t>(nr)) scratch.resize(static_cast<std::size_t>(nr));
     routing = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
-    for (LayerRouting& L : routing) L.reset(static_cast<std::size_t>(U), static_cast<std::size_t>(ex.slots()));
-    const int k = m.top_k;
-    long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
-    const bool every_layer = nr == num_moe;
-    std::vector<ExpertId> ids;
-    std::vector<int> dest;
-    for (int a = 0; a < A && a < static_cast<int>(batch.groups.size()); ++a) {
-      long token_index = 0;
-      for (const auto& sq : batch.groups[static_cast<std::size_t>(a)]) {
-        if (sq.new_tokens <= 0) continue;
-        int c = std::min(sq.new_tokens, options_.max_routed_tokens_per_seq);
-        double w = static_cast<double>(sq.new_tokens) / c;
-        ids.resize(static_cast<std::size_t>(c) * nr * k);
-        if (every_layer) routing_->route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
-        else routing_->route_layers(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), routed_, ids);
-        for (int i = 0; i < c; ++i, ++token_index, ++step_token) {
-          int src = a * tp + static_cast<int>(token_index % tp);
-          for (int j = 0; j < nr; ++j) {
-            const ExpertId* x = &ids[(static_cast<std::size_t>(i) * nr + j) * k];
-            auto& L = routing[static_cast<std::size_t>(j)];
-            dest.clear();
-            for (int q = 0; q < k; ++q) {
-              const int slot = ex.slot_of(routed_[static_cast<std::size_t>(j)], x[q], step_token);
-              L.slot_tokens[static_cast<std::size_t>(slot)] += w;
-              int e = ex.rank_of_slot(slot);
-              if (std::find(dest.begin(), dest.end(), e) == dest.end()) dest.push_back(e);
-            }
-            for (int e : dest)
-              for (int kk = 0; kk < d.etp; ++kk)
-                L.add(static_cast<std::uint32_t>(src), static_cast<std::uint32_t>(e * d.etp + kk), static_cast<std::size_t>(U), w);
-          }
-        }
-      }
-    }
+    for (LayerRouting& L : routing) L.reset(static_cast<std::size_t>(U), static_cast<std::size_t>(experts_->slots()));
+    BatchRoutingContext ctx{routing_, experts_.get(), routed_, nr == m.num_moe_layers(), tp, d.etp, U};
+    route_batch(ctx, batch, options_.max_routed_tokens_per_seq, routing);
   }
 
   const LayerWeights dense_w = layer_weights_per_gpu(plan_, m, false);
@@ -583,7 +488,7 @@ void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
           const auto& L = routing[static_cast<std::size_t>(j)];
           for (int x = e * per_rank; x < (e + 1) * per_rank && x < experts_->slots(); ++x) {
             tokens += L.slot_tokens[static_cast<std::size_t>(x)];
-            active += L.slot_tokens[static_cast<std::size_t>(x)] > 0 ? 1 : 0;
+            active += L.active(static_cast<std::size_t>(x));
           }
         }
         if (tokens <= 0) continue;

@@ -13,8 +13,8 @@
 // combine back; uneven routing makes uneven all-to-all matrices and uneven expert compute. Which
 // rank holds an expert (and which replica serves a token, with redundant experts) is the
 // ExpertLayout's (sim/step/expert_layout.hpp).
-// Routing cost control: at most `max_routed_tokens_per_seq` tokens of a sequence are routed per
-// step (a contiguous window), their loads scaled to the sequence's token count.
+// Routing cost control: at most LoweringOptions::max_routed_tokens_per_seq tokens of a sequence are
+// routed per step (a contiguous window) and the rest estimated (sim/step/batch_routing.hpp).
 // Folding (the fast scoring path): each stage lowers one dense layer standing for all its dense
 // layers and its share of the model's `fold_moe_layers` MoE representatives (at least one; each
 // the middle layer of an equal slice) standing for the rest (StepOp::weight);
@@ -58,7 +58,7 @@ struct ReplicaBatch {
 };
 
 struct LoweringOptions {
-  int max_routed_tokens_per_seq = 32;
+  int max_routed_tokens_per_seq = 32;  // 0 = every token; the rest estimated (batch_routing.hpp)
   // When non-empty, only these model layers are lowered (the SimGrid tier's representative layers);
   // layer_weight scales nothing here — executors report per-layer times for extrapolation.
   std::vector<int> only_layers;

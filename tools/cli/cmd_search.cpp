@@ -324,6 +324,7 @@ json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const Serving
           {"exact", opt.in.exact},        {"policy_in", opt.policy_in}};
   // Keys added with load control are absent unless used, so older journals still resume.
   if (load_given(opt.in)) j["load"] = load_to_json(opt.in);
+  if (opt.in.routed_tokens >= 0) j["routed_tokens"] = opt.in.routed_tokens;
   if (opt.objective == "throughput-tpot" || opt.objective == "max-rate") j["goal"] = opt.goal;
   return j;
 }

@@ -135,6 +135,7 @@ json EvalProblem::study_inputs() const {
             {"objective", opt_.objective}, {"space", opt_.space},     {"base", opt_.base},
             {"samples", opt_.samples},  {"exact", opt_.in.exact},     {"options", opt_.given}};
   if (load_given(opt_.in)) j["load"] = load_to_json(opt_.in);
+  if (opt_.in.routed_tokens >= 0) j["routed_tokens"] = opt_.in.routed_tokens;
   return j;
 }
 

@@ -49,8 +49,12 @@ void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options) {
   cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
   cmd->add_option("--seed", in.seed, "seed of every random choice (synthetic traces and routing)")->capture_default_str();
   cmd->add_flag("--exact", in.exact,
-                "score on the exact path: every step lowered with every layer and its own routing, nothing memoised, "
+                "score on the exact path: every step lowered with every layer and every token routed, nothing memoised, "
                 "folded or fast-forwarded (slow; the reference the fast path is checked against, docs/performance.md)");
+  cmd->add_option("--routed-tokens", in.routed_tokens,
+                  "tokens of each prompt chunk routed per step, the rest estimated from them (0 = every token; "
+                  "default 32, the exact path 0; docs/simulation.md)")
+      ->check(CLI::Range(0, 1'000'000));
 }
 
 std::string with_seed(const std::string& spec, unsigned long long seed) {
@@ -126,6 +130,7 @@ LoadedInputs load_inputs(const SimInputs& in, ModelSpec model, std::unique_ptr<C
   out.serving.concurrency = in.concurrency;
   out.serving.think_time = in.think_ms / 1e3;
   if (in.exact) out.serving.set_exact();
+  if (in.routed_tokens >= 0) out.serving.routed_tokens_per_seq = in.routed_tokens;
   out.routing_spec = with_seed(in.routing, in.seed);
   if (out.model.is_moe()) {
     out.routing = make_routing(out.routing_spec, out.model.routing_shape());

@@ -34,10 +34,11 @@ struct SimInputs {
   std::string slo = "ttft=2000,tpot=200";
   unsigned long long seed = 1;
   bool exact = false;  // the exact scoring path (ServingOptions::set_exact)
+  int routed_tokens = -1;  // ≥ 0: ServingOptions::routed_tokens_per_seq (0 = all); −1 = the path's default
 };
 
 // Registers --model --cluster --trace --requests --offline --rate --arrivals --concurrency
-// --think-time --routing --slo --seed --exact on `cmd`. `load_options` false: the command sets
+// --think-time --routing --slo --seed --exact --routed-tokens on `cmd`. `load_options` false: the command sets
 // the load itself (sweep), so only --arrivals is registered of the load options.
 void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options = true);
 

@@ -1,0 +1,149 @@
+// sim/step/batch_routing.cpp — routing a step's window of tokens and estimating the rest (see
+// batch_routing.hpp and docs/simulation.md "Routing window").
+#include "sim/step/batch_routing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/step/expert_layout.hpp"
+#include "sim/step/lowering.hpp"
+#include "workloads/routing_trace.hpp"
+
+namespace shardsim {
+
+namespace {
+
+// The pairs `in` holds, stably ordered by key(pair) in [0, keys), into `out` (a counting sort).
+template <class Pair, class Key>
+void counting_sort(const std::vector<Pair>& in, std::vector<Pair>& out, std::size_t keys, Key key) {
+  std::vector<std::uint32_t> first(keys + 1, 0);
+  for (const Pair& x : in) ++first[key(x) + 1];
+  for (std::size_t k = 0; k < keys; ++k) first[k + 1] += first[k];
+  out.resize(in.size());
+  for (const Pair& x : in) out[first[key(x)]++] = x;
+}
+
+// One sequence's routed window, kept per layer for estimating its unrouted tokens.
+struct WindowPicks {
+  std::vector<double> picks;  // [layer j · experts + expert]
+  std::vector<double> fan;    // [layer j]: distinct EP ranks summed over the window's tokens
+  void reset(std::size_t layers, std::size_t experts) {
+    picks.assign(layers * experts, 0);
+    fan.assign(layers, 0);
+  }
+};
+
+// Adds the expected routing of `rest` unrouted tokens of one sequence of attention group `a`,
+// whose window of `routed` tokens picked `w`, to every layer of `out`.
+void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double rest,
+                   const WindowPicks& w, std::span<LayerRouting> out) {
+  const RoutingShape& shape = ctx.source->shape();
+  const std::size_t E = static_cast<std::size_t>(shape.experts);
+  const int k = shape.top_k;
+  const ExpertLayout& ex = *ctx.experts;
+  const std::span<const double> shares = ctx.source->pick_shares();
+  const double prior = ctx.source->pick_concentration();  // in picks
+  const double denom = routed * k + prior;
+  std::vector<double> rank_share(static_cast<std::size_t>(ex.ep()));
+  for (std::size_t j = 0; j < ctx.layers.size(); ++j) {
+    const int layer = ctx.layers[j];
+    LayerRouting& L = out[j];
+    std::fill(rank_share.begin(), rank_share.end(), 0.0);
+    for (std::size_t x = 0; x < E; ++x) {
+      const double q = (w.picks[j * E + x] + prior * shares[static_cast<std::size_t>(layer) * E + x]) / denom;
+      if (q <= 0) continue;
+      const int r = ex.replicas(layer, static_cast<int>(x));
+      const double picks = rest * k * q / r;
+      for (int i = 0; i < r; ++i) {
+        const auto slot = static_cast<std::size_t>(ex.slot_of(layer, static_cast<int>(x), i));
+        L.slot_tokens[slot] += picks;
+        L.slot_expected[slot] += picks;
+        rank_share[static_cast<std::size_t>(ex.rank_of_slot(static_cast<int>(slot)))] += q / r;
+      }
+    }
+    // A token reaches rank e with chance 1 − (1 − share_e)^k, scaled to the window's mean fan-out.
+    double hits = 0;
+    for (double& s : rank_share) hits += (s = 1 - std::pow(1 - std::min(1.0, s), k));
+    if (hits <= 0) continue;
+    const double scale = rest * (w.fan[j] / routed) / hits / ctx.tp;
+    for (int e = 0; e < ex.ep(); ++e) {
+      const double copies = rank_share[static_cast<std::size_t>(e)] * scale;
+      if (copies <= 0) continue;
+      for (int t = 0; t < ctx.tp; ++t)
+        for (int kk = 0; kk < ctx.etp; ++kk)
+          L.add(static_cast<std::uint32_t>(a * ctx.tp + t), static_cast<std::uint32_t>(e * ctx.etp + kk),
+                static_cast<std::size_t>(ctx.unit), copies);
+    }
+  }
+}
+
+}  // namespace
+
+void LayerRouting::reset(std::size_t U, std::size_t slots) {
+  if (dispatch.size() != U * U) {
+    dispatch.assign(U * U, 0);
+  } else {
+    for (const Pair& x : touched) dispatch[x.from * U + x.to] = 0;
+  }
+  touched.clear();
+  slot_tokens.assign(slots, 0);
+  slot_routed.assign(slots, 0);
+  slot_expected.assign(slots, 0);
+}
+
+double LayerRouting::active(std::size_t slot) const {
+  if (slot_routed[slot] > 0) return 1;
+  return slot_expected[slot] > 0 ? 1 - std::exp(-slot_expected[slot]) : 0;
+}
+
+void LayerRouting::sort_touched(std::size_t U, std::vector<Pair>& by_to) {
+  counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });
+  counting_sort(by_to, touched, U, [](const Pair& x) { return x.from; });  // (from, to) order
+  counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });    // (to, from) order
+}
+
+void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::span<LayerRouting> out) {
+  const RoutingSource& source = *ctx.source;
+  const ExpertLayout& ex = *ctx.experts;
+  const int k = source.shape().top_k;
+  const std::size_t nr = ctx.layers.size(), E = static_cast<std::size_t>(source.shape().experts);
+  const auto U = static_cast<std::size_t>(ctx.unit);
+  long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
+  std::vector<ExpertId> ids;
+  std::vector<int> dest;
+  thread_local WindowPicks picks;
+  for (std::size_t a = 0; a < batch.groups.size(); ++a) {
+    long token_index = 0;
+    for (const SeqWork& sq : batch.groups[a]) {
+      if (sq.new_tokens <= 0) continue;
+      const int c = window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens;
+      const bool estimate = c < sq.new_tokens;
+      if (estimate) picks.reset(nr, E);
+      ids.resize(static_cast<std::size_t>(c) * nr * static_cast<std::size_t>(k));
+      if (ctx.every_layer) source.route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
+      else source.route_layers(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ctx.layers, ids);
+      for (int i = 0; i < c; ++i, ++token_index, ++step_token) {
+        const auto src = static_cast<std::uint32_t>(static_cast<long>(a) * ctx.tp + token_index % ctx.tp);
+        for (std::size_t j = 0; j < nr; ++j) {
+          const ExpertId* x = &ids[(static_cast<std::size_t>(i) * nr + j) * static_cast<std::size_t>(k)];
+          LayerRouting& L = out[j];
+          dest.clear();
+          for (int q = 0; q < k; ++q) {
+            const auto slot = static_cast<std::size_t>(ex.slot_of(ctx.layers[j], x[q], step_token));
+            L.slot_tokens[slot] += 1;
+            L.slot_routed[slot] += 1;
+            if (estimate) picks.picks[j * E + x[q]] += 1;
+            const int e = ex.rank_of_slot(static_cast<int>(slot));
+            if (std::find(dest.begin(), dest.end(), e) == dest.end()) dest.push_back(e);
+          }
+          if (estimate) picks.fan[j] += static_cast<double>(dest.size());
+          for (int e : dest)
+            for (int kk = 0; kk < ctx.etp; ++kk) L.add(src, static_cast<std::uint32_t>(e * ctx.etp + kk), U, 1.0);
+        }
+      }
+      if (estimate) estimate_rest(ctx, static_cast<int>(a), c, sq.new_tokens - c, picks, out);
+    }
+  }
+}
+
+}  // namespace shardsim

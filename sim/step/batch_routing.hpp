@@ -1,0 +1,101 @@
+// sim/step/batch_routing.hpp — which experts one step's tokens visit at each lowered MoE layer:
+// the tokens each expert slot receives, the experts each slot must read, and the unit's dispatch
+// matrix, from which the MoE lowering makes grouped-GEMM work and all-to-all sizes.
+//
+// Owns: LayerRouting (one layer's accumulators and its dispatch/combine matrices) and
+// route_batch. Each sequence's first `window` new tokens are routed through the RoutingSource
+// token by token — all of them for decode tokens, short chunks, and on the exact path. The rest
+// of a longer prompt chunk is estimated, not drawn (docs/simulation.md, "Routing window"): the
+// expected picks of each expert are the posterior mean of a Dirichlet-multinomial — the window's
+// picks plus the source's population shares (RoutingSource::pick_shares) weighted by its measured
+// concentration κ (RoutingSource::pick_concentration), so a window of n picks and the population
+// weigh n : κ; an expert that no routed token picked is active with probability 1 − exp(−its
+// expected picks); and the copies sent to each EP rank follow each rank's chance of being hit
+// by a token, scaled so that a token reaches as many ranks as the window's tokens did on
+// average. Scaling the window's own counts instead (the former rule) left a 2,000-token chunk
+// with the window's ~160 of 256 experts active and spread its rank loads as 256 picks do.
+// Thread-safety: route_batch is pure given its inputs; a LayerRouting is one thread's scratch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/step/step_program.hpp"
+
+namespace shardsim {
+
+class ExpertLayout;
+class RoutingSource;
+struct ReplicaBatch;
+
+// Routing loads of one MoE layer for one stage's unit of U ranks.
+struct LayerRouting {
+  struct Pair {
+    std::uint32_t from, to;
+  };
+  std::vector<double> dispatch;     // U×U token copies (row = source unit index), before etp fan-out
+  std::vector<Pair> touched;        // the dispatch entries that hold copies, in first-touch order
+  std::vector<double> slot_tokens;  // per expert slot (ExpertLayout): routed picks + expected ones
+  std::vector<double> slot_routed;  // per slot: routed picks only
+  std::vector<double> slot_expected;  // per slot: expected picks of estimated tokens
+
+  // Empty, for a unit of U ranks and `slots` expert slots.
+  void reset(std::size_t U, std::size_t slots);
+  void add(std::uint32_t from, std::uint32_t to, std::size_t U, double copies) {
+    double& x = dispatch[from * U + to];
+    if (x == 0) touched.push_back({from, to});  // copies > 0
+    x += copies;
+  }
+  // The chance that slot s holds a picked expert: 1 when a routed token picked it.
+  double active(std::size_t slot) const;
+  // The dispatch and combine matrices (`to_bytes` and `back_bytes` turn copies into bytes each
+  // way), skipping `drop`ped pairs, and their totals, each summed in its (sender, receiver) order.
+  template <class ToBytes, class BackBytes, class Drop>
+  void matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there, A2aMatrix& back,
+                double& there_total, double& back_total);
+
+ private:
+  void sort_touched(std::size_t U, std::vector<Pair>& by_to);  // touched in (from, to), by_to in (to, from) order
+};
+
+// What route_batch needs of the replica: which MoE layers it lowers and how its unit is laid out.
+struct BatchRoutingContext {
+  const RoutingSource* source = nullptr;
+  const ExpertLayout* experts = nullptr;
+  std::span<const int> layers;  // routed MoE layers, ascending
+  bool every_layer = false;     // layers are all the model's MoE layers
+  int tp = 1, etp = 1, unit = 1;  // ranks of an attention group's TP group, of an expert-TP group, of the unit
+};
+
+// Fills out[j] (reset by the caller) with the routing of `batch` at MoE layer ctx.layers[j]. A
+// token of attention group a is owned by TP rank a·tp + (its index in the group mod tp) and sends
+// one copy to each distinct EP rank among its experts, to every expert-TP member of that rank.
+// At most `window` tokens of each sequence are routed (0 = every token), the rest estimated.
+void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::span<LayerRouting> out);
+
+template <class ToBytes, class BackBytes, class Drop>
+void LayerRouting::matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there,
+                            A2aMatrix& back, double& there_total, double& back_total) {
+  std::vector<Pair> by_to;
+  sort_touched(U, by_to);
+  there = A2aMatrix(U);
+  back = A2aMatrix(U);
+  there.reserve(touched.size());
+  back.reserve(touched.size());
+  there_total = back_total = 0;
+  for (const Pair& x : touched) {
+    if (drop(x.from, x.to)) continue;
+    const double b = to_bytes(dispatch[x.from * U + x.to]);
+    there.push(x.from, x.to, b);
+    there_total += b;
+  }
+  for (const Pair& x : by_to) {  // the combine matrix is the transpose
+    if (drop(x.from, x.to)) continue;
+    const double b = back_bytes(dispatch[x.from * U + x.to]);
+    back.push(x.to, x.from, b);
+    back_total += b;
+  }
+}
+
+}  // namespace shardsim
