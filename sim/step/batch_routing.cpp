@@ -34,7 +34,8 @@ struct WindowPicks {
 };
 
 // Adds the expected routing of `rest` unrouted tokens of one sequence of attention group `a`,
-// whose window of `routed` tokens picked `w`, to every layer of `out`.
+// whose window of `routed` tokens picked `w`, to every layer of `out`; with routed = 0 (`w` unused)
+// they follow the population shares alone (any number of the group's sequences at once).
 void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double rest,
                    const WindowPicks& w, std::span<LayerRouting> out) {
   const RoutingShape& shape = ctx.source->shape();
@@ -50,14 +51,18 @@ void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double res
     LayerRouting& L = out[j];
     std::fill(rank_share.begin(), rank_share.end(), 0.0);
     for (std::size_t x = 0; x < E; ++x) {
-      const double q = (w.picks[j * E + x] + prior * shares[static_cast<std::size_t>(layer) * E + x]) / denom;
+      const double share = shares[static_cast<std::size_t>(layer) * E + x];
+      const double q = routed > 0 ? (w.picks[j * E + x] + prior * share) / denom : share;
       if (q <= 0) continue;
       const int r = ex.replicas(layer, static_cast<int>(x));
       const double picks = rest * k * q / r;
+      // A token picks k distinct experts, so it picks this one with chance k·q (≤ 1), and the
+      // slot stays idle through all `rest` tokens with chance (1 − k·q/r)^rest.
+      const double idle = rest * std::log1p(-std::min(k * q / r, 1 - 1e-12));
       for (int i = 0; i < r; ++i) {
         const auto slot = static_cast<std::size_t>(ex.slot_of(layer, static_cast<int>(x), i));
         L.slot_tokens[slot] += picks;
-        L.slot_expected[slot] += picks;
+        L.slot_log_idle[slot] += idle;
         rank_share[static_cast<std::size_t>(ex.rank_of_slot(static_cast<int>(slot)))] += q / r;
       }
     }
@@ -65,7 +70,8 @@ void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double res
     double hits = 0;
     for (double& s : rank_share) hits += (s = 1 - std::pow(1 - std::min(1.0, s), k));
     if (hits <= 0) continue;
-    const double scale = rest * (w.fan[j] / routed) / hits / ctx.tp;
+    const double fan = routed > 0 ? w.fan[j] / routed : hits;  // EP ranks a token reaches, on average
+    const double scale = rest * fan / hits / ctx.tp;
     for (int e = 0; e < ex.ep(); ++e) {
       const double copies = rank_share[static_cast<std::size_t>(e)] * scale;
       if (copies <= 0) continue;
@@ -88,12 +94,12 @@ void LayerRouting::reset(std::size_t U, std::size_t slots) {
   touched.clear();
   slot_tokens.assign(slots, 0);
   slot_routed.assign(slots, 0);
-  slot_expected.assign(slots, 0);
+  slot_log_idle.assign(slots, 0);
 }
 
 double LayerRouting::active(std::size_t slot) const {
   if (slot_routed[slot] > 0) return 1;
-  return slot_expected[slot] > 0 ? 1 - std::exp(-slot_expected[slot]) : 0;
+  return -std::expm1(slot_log_idle[slot]);
 }
 
 void LayerRouting::sort_touched(std::size_t U, std::vector<Pair>& by_to) {
@@ -112,7 +118,20 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
   std::vector<ExpertId> ids;
   std::vector<int> dest;
   thread_local WindowPicks picks;
+  // With one EP rank, which experts a token picks changes only how many experts are read (each
+  // token goes to every expert-TP member either way). Once a group has 4·E/k tokens or more, at
+  // most e^−4 ≈ 2% of the experts are expected idle (uniform shares; more when skewed), so the
+  // fast path takes the expected count and draws no token; smaller groups are drawn.
+  const bool expect_large = window > 0 && ex.ep() == 1;
   for (std::size_t a = 0; a < batch.groups.size(); ++a) {
+    if (expect_large) {
+      double tokens = 0;
+      for (const SeqWork& sq : batch.groups[a]) tokens += std::max(0, sq.new_tokens);
+      if (tokens * k >= 4.0 * static_cast<double>(E)) {
+        estimate_rest(ctx, static_cast<int>(a), 0, tokens, picks, out);
+        continue;
+      }
+    }
     long token_index = 0;
     for (const SeqWork& sq : batch.groups[a]) {
       if (sq.new_tokens <= 0) continue;

@@ -9,10 +9,13 @@
 // expected picks of each expert are the posterior mean of a Dirichlet-multinomial — the window's
 // picks plus the source's population shares (RoutingSource::pick_shares) weighted by its measured
 // concentration κ (RoutingSource::pick_concentration), so a window of n picks and the population
-// weigh n : κ; an expert that no routed token picked is active with probability 1 − exp(−its
-// expected picks); and the copies sent to each EP rank follow each rank's chance of being hit
+// weigh n : κ; an expert that no routed token picked is active unless every estimated token
+// passes it by (chance (1 − k·q)^tokens, q its expected share of the picks); and the copies sent to each EP rank follow each rank's chance of being hit
 // by a token, scaled so that a token reaches as many ranks as the window's tokens did on
-// average. Scaling the window's own counts instead (the former rule) left a 2,000-token chunk
+// average. With one EP rank (no expert parallelism) each token reaches every expert-TP member
+// whatever it picks, so only the number of experts read depends on the routing; once an attention
+// group holds ≥ 4·E/k tokens that number is nearly certain and the fast path takes it from the
+// population shares without drawing a token. Scaling the window's own counts instead (the former rule) left a 2,000-token chunk
 // with the window's ~160 of 256 experts active and spread its rank loads as 256 picks do.
 // Thread-safety: route_batch is pure given its inputs; a LayerRouting is one thread's scratch.
 #pragma once
@@ -38,7 +41,7 @@ struct LayerRouting {
   std::vector<Pair> touched;        // the dispatch entries that hold copies, in first-touch order
   std::vector<double> slot_tokens;  // per expert slot (ExpertLayout): routed picks + expected ones
   std::vector<double> slot_routed;  // per slot: routed picks only
-  std::vector<double> slot_expected;  // per slot: expected picks of estimated tokens
+  std::vector<double> slot_log_idle;  // per slot: log of the chance no estimated token picks it
 
   // Empty, for a unit of U ranks and `slots` expert slots.
   void reset(std::size_t U, std::size_t slots);
