@@ -386,7 +386,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
   };
   o1.timeline_steps = 0;
   o1.step_cache = std::make_shared<StepCache>();  // pass 2 reuses pass 1's analytic steps
-  serve(plan, model, cluster, trace, routing, analytic, o1);
+  const ServingResult first = serve(plan, model, cluster, trace, routing, analytic, o1);
   // Stratified sample: quantiles of analytic step time.
   std::vector<std::size_t> order(recs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -430,7 +430,11 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
   ServingOptions o2 = options;
   o2.step_cache = o1.step_cache;
   o2.transform_timing = [ratio_by_time](const StepTiming& t) { return scaled(t, nearest_ratio(ratio_by_time, t.makespan)); };
-  return serve(plan, model, cluster, trace, routing, analytic, o2);
+  ServingResult r = serve(plan, model, cluster, trace, routing, analytic, o2);
+  // Pass 2 executes only shapes pass 1 did not meet; the steps this result cost are both passes'.
+  r.breakdown.executed_steps += first.breakdown.executed_steps;
+  r.breakdown.executed_chunk_steps += first.breakdown.executed_chunk_steps;
+  return r;
 }
 
 }  // namespace shardsim
