@@ -121,14 +121,20 @@ namespace {
 // shares), and a window of n picks then weighs n : κ with κ = n·(1 − w)/w. A persistent
 // per-request preference shows in the covariance; clumps inside one window (a token reusing its
 // predecessor's experts) only in the variance, so they lower w instead of raising it.
-double concentration_of(const std::vector<std::vector<double>>& first, const std::vector<std::vector<double>>& second,
+double concentration_of(const std::vector<ExpertLoad>& first, const std::vector<ExpertLoad>& second,
                         const std::vector<double>& shares, double n) {
+  const RoutingShape& shape = first.front().shape();
+  const std::size_t E = static_cast<std::size_t>(shape.experts);
   double cov = 0, var = 0;
   for (std::size_t r = 0; r < first.size(); ++r)
-    for (std::size_t i = 0; i < shares.size(); ++i) {
-      const double a = first[r][i] - n * shares[i], b = second[r][i] - n * shares[i];
-      cov += a * b;
-      var += a * a;
+    for (int l = 0; l < shape.moe_layers; ++l) {
+      const auto x = first[r].layer(l), y = second[r].layer(l);
+      for (std::size_t i = 0; i < E; ++i) {
+        const double mean = n * shares[static_cast<std::size_t>(l) * E + i];
+        const double a = static_cast<double>(x[i]) - mean, b = static_cast<double>(y[i]) - mean;
+        cov += a * b;
+        var += a * a;
+      }
     }
   if (var <= 0) return 0;
   const double w = std::min(1.0, cov / var);
@@ -140,26 +146,25 @@ double concentration_of(const std::vector<std::vector<double>>& first, const std
 
 std::span<const double> RoutingSource::pick_shares() const {
   std::call_once(shares_->once, [this] {
-    const std::size_t E = static_cast<std::size_t>(shape_.experts), L = static_cast<std::size_t>(shape_.moe_layers);
-    const std::size_t k = static_cast<std::size_t>(shape_.top_k);
+    // Two windows of each request, counted per layer and expert.
+    std::vector<ExpertLoad> window[2];
     std::vector<ExpertId> ids(static_cast<std::size_t>(kShareTokens) * shape_.ids_per_token());
-    // Two windows of each request: picks per [layer·E + expert].
-    std::vector<std::vector<double>> window[2];
-    for (int w = 0; w < 2; ++w) {
-      window[w].assign(kShareRequests, std::vector<double>(L * E, 0));
+    for (int w = 0; w < 2; ++w)
       for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(kShareRequests); ++r) {
         route_tokens(r, w == 0 ? 0 : kSecondWindow, kShareTokens, ids);
-        for (std::size_t t = 0; t < static_cast<std::size_t>(kShareTokens); ++t)
-          for (std::size_t l = 0; l < L; ++l)
-            for (std::size_t j = 0; j < k; ++j) window[w][r][l * E + ids[(t * L + l) * k + j]] += 1;
+        window[w].emplace_back(shape_).add(ids);
       }
-    }
+    const std::size_t E = static_cast<std::size_t>(shape_.experts);
     const double n = static_cast<double>(kShareTokens) * shape_.top_k;  // picks per window and layer
     std::vector<double>& shares = shares_->shares;
-    shares.assign(L * E, 0);
+    shares.assign(static_cast<std::size_t>(shape_.moe_layers) * E, 0);
     for (const auto& w : window)
-      for (const auto& counts : w)
-        for (std::size_t i = 0; i < shares.size(); ++i) shares[i] += counts[i] / (2 * n * kShareRequests);
+      for (const ExpertLoad& load : w)
+        for (int l = 0; l < shape_.moe_layers; ++l) {
+          const auto c = load.layer(l);
+          for (std::size_t i = 0; i < E; ++i)
+            shares[static_cast<std::size_t>(l) * E + i] += static_cast<double>(c[i]) / (2 * n * kShareRequests);
+        }
     shares_->concentration = concentration_of(window[0], window[1], shares, n);
   });
   return shares_->shares;
