@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/input_error.hpp"
+#include "optimizers/rl_critic.hpp"
 
 namespace shardsim {
 
@@ -21,6 +22,8 @@ struct Settings {
   double copy = 1;  // initial β of a fresh policy
   double local = 0;  // share of proposals that are local moves around a top elite
   int local_free = 2;
+  bool critic = false;  // baseline: the prefix critic instead of the batch's mean
+  int critic_history = 256;
   bool rank_shaping;
   bool seed_portfolio;
   std::string policy_in;
@@ -50,6 +53,11 @@ Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
   if (shaping != "rank" && shaping != "zscore")
     throw InputError("--param", name + ".shaping", "\"" + shaping + "\" is not rank or zscore");
   s.rank_shaping = shaping == "rank";
+  const std::string baseline = ctx.text(name, "baseline", "batch");
+  if (baseline != "batch" && baseline != "critic")
+    throw InputError("--param", name + ".baseline", "\"" + baseline + "\" is not batch or critic");
+  s.critic = baseline == "critic";
+  s.critic_history = integer("critic_history", 256, 16, 100000);
   s.seed_portfolio = integer("seed_portfolio", 1, 0, 1) == 1;
   s.policy_in = ctx.text(name, "policy_in", "");
   return s;
@@ -92,6 +100,11 @@ RlOptimizer::RlOptimizer(const OptimizerContext& ctx, const std::string& name, b
   seed_portfolio_ = s.seed_portfolio;
   local_ = s.local;
   local_free_ = s.local_free;
+  if (s.critic) {
+    std::vector<int> values;
+    for (const auto& d : space_.decisions()) values.push_back(static_cast<int>(d.size()));
+    critic_ = std::make_unique<PrefixCritic>(std::move(values), s.critic_history, 1.0);
+  }
   policy_ = make_policy(s, ctx, name, attention);
   adam_ = Adam(s.lr);
   std::set<std::string> seen;
@@ -134,7 +147,7 @@ std::vector<Genes> RlOptimizer::ask(int n) {
     if (!proposed_.insert(space_.key(g)).second) continue;
     trie_.insert(space_, g);
     out.push_back(g);
-    pending_.push_back({Episode{g, {}, 0, 0}, false});
+    pending_.push_back({Episode{g, {}, 0, 0, {}}, false});
   }
   if (static_cast<int>(out.size()) >= n) return out;
   pending_tokens_ = elite_tokens();
@@ -195,10 +208,12 @@ void RlOptimizer::tell(const std::vector<Evaluated>& results) {
     if (r.score.feasible && !r.score.failed) best_objective_ = std::max(best_objective_, r.score.objective);
   std::vector<Episode> samples;
   std::vector<double> rewards;
+  std::vector<Score> scores;
   for (std::size_t i = 0; i < results.size(); ++i)
     if (pending_[i].sampled) {
       samples.push_back(pending_[i].episode);
       rewards.push_back(reward(results[i].score));
+      scores.push_back(results[i].score);
     }
   if (!rewards.empty()) {
     double mean = 0;
@@ -208,9 +223,14 @@ void RlOptimizer::tell(const std::vector<Evaluated>& results) {
   for (auto& [ep, score] : screened_) {  // the plans screened out at ask: learned from, never scored
     samples.push_back(std::move(ep));
     rewards.push_back(reward(score));
+    scores.push_back(score);
   }
   screened_.clear();
   if (samples.size() >= 2) learn(samples, rewards);
+  if (critic_) {  // refitted after the update, so a batch's baseline never saw the batch
+    for (std::size_t i = 0; i < samples.size(); ++i) critic_->add(samples[i].genes, scores[i]);
+    critic_->fit([this](const Score& sc) { return reward(sc); }, 2 * batch_);
+  }
   update_elites(results);
   pending_.clear();
 }
@@ -238,17 +258,25 @@ void RlOptimizer::learn(const std::vector<Episode>& samples, const std::vector<d
     std::sort(sorted.begin(), sorted.end());
     baseline = sorted[static_cast<std::size_t>(std::floor((1 - risk_) * (b - 1)))];
   }
+  const auto [r_mean, r_sd] = mean_sd(rewards);
   std::vector<Episode> episodes;
   for (std::size_t i = 0; i < n; ++i) {
-    if (risk_ < 1 && u[i] < baseline) continue;
     Episode ep = samples[i];
-    ep.weight = u_sd > 1e-12 ? (u[i] - baseline) / u_sd / b : 0.0;  // no spread: entropy bonus only
     ep.entropy = entropy_ / b;
+    if (critic_) {  // the rewards themselves, less the expected reward at each decision
+      ep.weight = r_sd > 1e-12 ? (rewards[i] - r_mean) / r_sd / b : 0.0;  // until the critic is fitted
+      if (r_sd > 1e-12 && critic_->fitted()) {
+        ep.step_weights = critic_->values(ep.genes);
+        for (double& w : ep.step_weights) w = (rewards[i] - w) / r_sd / b;
+      }
+    } else {
+      if (risk_ < 1 && u[i] < baseline) continue;
+      ep.weight = u_sd > 1e-12 ? (u[i] - baseline) / u_sd / b : 0.0;  // no spread: entropy bonus only
+    }
     episodes.push_back(std::move(ep));
   }
   // Self-imitation: the elites the batch was sampled against whose reward beats the batch mean,
   // weighted by how far, in batch standard deviations.
-  const auto [r_mean, r_sd] = mean_sd(rewards);
   if (imitate_ > 0 && r_sd > 1e-12) {
     std::vector<Episode> good;
     for (const auto& e : elites_) {

@@ -25,12 +25,17 @@
 //    shaped (`shaping` rank: their ranks in the batch, ties halved; zscore: the rewards), minus a
 //    baseline (the batch mean when risk = 1; the (1 − risk) quantile when risk < 1, and only the
 //    samples at or above it learn — risk-seeking), over their standard deviation, over the batch
-//    size; entropy bonus `entropy` per decision (over the batch size); self-imitation of the elites
+//    size; or, with baseline = critic, per decision the reward less the PrefixCritic's expected
+//    reward given the decisions before it (rl_critic.hpp; fitted on the samples of earlier
+//    batches, the batch mean until 2 batches are in), over the rewards' standard deviation, over
+//    the batch size (shaping and risk then do not apply); entropy bonus `entropy` per decision
+//    (over the batch size); self-imitation of the elites
 //    whose reward beats the batch mean, weight imitate · (r − mean)/sd shared among them; one Adam
 //    step (`lr`). Portfolio plans only feed the elite history.
 // Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
 //   retries 20, screen 64, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
+//   baseline batch (or critic), critic_history 256 (samples the critic is fitted on),
 //   local 0 (share of proposals that are local moves: one of the top three elites with local_free 2
 //   decisions redrawn from π given the rest; they feed the elites, not the policy gradient),
 //   policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
@@ -40,11 +45,13 @@
 // Thread-safety: one thread at a time (Optimizer contract).
 #pragma once
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "optimizers/optimizer.hpp"
+#include "optimizers/rl_critic.hpp"
 #include "optimizers/rl_policy.hpp"
 
 namespace shardsim {
@@ -109,6 +116,7 @@ class RlOptimizer : public Optimizer {
   long screened_total_ = 0;
   std::vector<EliteToken> pending_tokens_;  // the elite snapshot the pending samples were drawn with
   std::vector<double> mean_rewards_;
+  std::unique_ptr<PrefixCritic> critic_;  // rl.baseline=critic
 };
 
 class RlNoAttnOptimizer final : public RlOptimizer {

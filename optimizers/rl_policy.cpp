@@ -1,6 +1,6 @@
 // optimizers/rl_policy.cpp — the attention decoder, its hand-written backward pass, Adam, save/load.
 //
-// Backward pass (per decoded decision d with allowed values V_d, chosen value g, episode weights w, λ):
+// Backward pass (per decoded decision d with allowed values V_d, chosen value g, weights w = w_ed, λ):
 //   G_v = dL/dz_v = w (π_v − [v = g]) + λ π_v (log π_v + H_d)                 for v ∈ V_d
 //   o = W_o x + b_o, x = [q; c]:   de[d,v] += G_v o,  db[d,v] += G_v,  do = Σ_v G_v e[d,v],
 //                                  dW_o += do xᵀ,  db_o += do,  dx = W_oᵀ do
@@ -436,7 +436,8 @@ double RlPolicy::loss(const std::vector<EliteToken>& elites, const std::vector<E
   std::vector<Step> steps;
   std::vector<VectorXd> ds(static_cast<std::size_t>(n));
   for (const Episode& ep : episodes) {
-    if (static_cast<int>(ep.genes.size()) != n || static_cast<int>(ep.masks.size()) != n)
+    if (static_cast<int>(ep.genes.size()) != n || static_cast<int>(ep.masks.size()) != n ||
+        (!ep.step_weights.empty() && static_cast<int>(ep.step_weights.size()) != n))
       throw std::logic_error("RlPolicy::loss: episode does not match the space");
     steps.clear();
     VectorXd sum = VectorXd::Zero(D);
@@ -449,7 +450,7 @@ double RlPolicy::loss(const std::vector<EliteToken>& elites, const std::vector<E
         steps.emplace_back();
         Step& st = steps.back();
         forward_step(ctx, d, d > 0 ? VectorXd(sum / d) : VectorXd::Zero(D), mask, st);
-        total += -ep.weight * st.logp[st.slot[static_cast<std::size_t>(g)]] - ep.entropy * st.entropy;
+        total += -ep.weight_at(d) * st.logp[st.slot[static_cast<std::size_t>(g)]] - ep.entropy * st.entropy;
       }
       sum += params_[layout_[static_cast<std::size_t>(d)].embed[static_cast<std::size_t>(g)]].col(0);
     }
@@ -461,8 +462,9 @@ double RlPolicy::loss(const std::vector<EliteToken>& elites, const std::vector<E
       const int m = static_cast<int>(st.values.size());
       const int chosen = st.slot[static_cast<std::size_t>(ep.genes[static_cast<std::size_t>(d)])];
       VectorXd p = st.logp.array().exp().matrix();
-      VectorXd gz = ep.weight * p + ep.entropy * p.cwiseProduct((st.logp.array() + st.entropy).matrix());
-      gz[chosen] -= ep.weight;
+      const double w = ep.weight_at(d);
+      VectorXd gz = w * p + ep.entropy * p.cwiseProduct((st.logp.array() + st.entropy).matrix());
+      gz[chosen] -= w;
       VectorXd d_o = VectorXd::Zero(D);
       for (int i = 0; i < m; ++i) {
         const int v = st.values[static_cast<std::size_t>(i)];

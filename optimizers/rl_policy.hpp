@@ -26,8 +26,9 @@
 //    The β term lets attention copy an elite's choice (a pointer). Without attention (rl-noattn)
 //    c_d = 0 and the β term is absent; the parameter set is the same, so files are interchangeable.
 //    A decision with a single allowed value is forced: it has probability 1 and no gradient.
-//  * The loss of a batch of episodes: L = Σ_e [ −w_e Σ_d log π(g_ed) − λ_e Σ_d H_ed ], H the masked
-//    entropy; its exact gradient by backpropagation written out by hand (rl_policy.cpp).
+//  * The loss of a batch of episodes: L = Σ_e [ −Σ_d w_ed log π(g_ed) − λ_e Σ_d H_ed ], H the masked
+//    entropy, w_ed = w_e unless the episode carries per-decision weights (a state-dependent
+//    baseline); its exact gradient by backpropagation written out by hand (rl_policy.cpp).
 //  * Adam — per-entry first/second moments (β1 0.9, β2 0.999, ε 1e-8), bias-corrected.
 // Save format: JSON {"format": "shardsim-rl-policy", "version": 1, "dim", "attention",
 //   "params": {key: {"shape": [rows, cols], "data": [row-major numbers]}}}; numbers are written
@@ -82,6 +83,8 @@ struct Episode {
   std::vector<std::vector<char>> masks;  // one per decision (decision_mask)
   double weight = 0;                     // w: coefficient of −log π(genes)
   double entropy = 0;                    // λ: coefficient of −Σ_d H_d
+  std::vector<double> step_weights;      // when not empty, w_d per decision instead of w
+  double weight_at(int d) const { return step_weights.empty() ? weight : step_weights[static_cast<std::size_t>(d)]; }
 };
 
 std::vector<char> decision_mask(const SearchSpace& space, int d, const Genes& prefix);
