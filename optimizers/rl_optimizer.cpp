@@ -15,13 +15,17 @@ namespace shardsim {
 
 namespace {
 
+// rl.local=auto: local moves take this share of the proposals when the budget covers less than
+// kLocalSpace of the space's distinct plans, and none otherwise (docs/rl.md, "Local moves").
+constexpr double kLocalShare = 0.25, kLocalSpace = 0.01;
+
 struct Settings {
   int elite, per_degree, batch, dim, retries, screen;
   bool dim_given;
   double lr, entropy, risk, imitate;
   double copy = 1;  // initial β of a fresh policy
   double local = 0;  // share of proposals that are local moves around a top elite
-  int local_free = 2;
+  int local_free = 1;
   bool critic = false;  // baseline: the prefix critic instead of the batch's mean
   int critic_history = 256;
   bool rank_shaping;
@@ -47,8 +51,11 @@ Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
   s.risk = real("risk", 1, 0.01, 1);
   s.imitate = real("imitate", 0.5, 0, 100);
   s.copy = real("copy", 1, 0, 100);
-  s.local = real("local", 0, 0, 1);
-  s.local_free = integer("local_free", 2, 1, 64);
+  if (ctx.text(name, "local", "auto") == "auto")
+    s.local = static_cast<double>(ctx.budget) < kLocalSpace * ctx.space->canonical_size() ? kLocalShare : 0.0;
+  else
+    s.local = real("local", 0, 0, 1);
+  s.local_free = integer("local_free", 1, 1, 64);
   const std::string shaping = ctx.text(name, "shaping", "rank");
   if (shaping != "rank" && shaping != "zscore")
     throw InputError("--param", name + ".shaping", "\"" + shaping + "\" is not rank or zscore");

@@ -36,8 +36,10 @@
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
 //   retries 20, screen 64, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),
 //   baseline batch (or critic), critic_history 256 (samples the critic is fitted on),
-//   local 0 (share of proposals that are local moves: one of the top three elites with local_free 2
-//   decisions redrawn from π given the rest; they feed the elites, not the policy gradient),
+//   local auto (share of proposals that are local moves: one of the top three elites with
+//   local_free 1 decisions redrawn from π given the rest; they feed the elites, not the policy
+//   gradient; a repeat is redrawn from the anchor's untried neighbours). auto: 0.25 when
+//   the budget is under 1% of the space's distinct plans, else 0 — measured in docs/rl.md,
 //   policy_in "" (a saved policy to start from: its dim wins, a different explicit dim
 //   is refused; entries the space needs and the file lacks are initialised from the seed).
 // Determinism: proposals depend only on ctx.seed (streams "rl"/"rl-noattn" and the policy's
@@ -69,6 +71,8 @@ class RlOptimizer : public Optimizer {
   const std::vector<double>& mean_rewards() const { return mean_rewards_; }
   // Sampled plans check_plan refused before they were proposed (they cost no budget), so far.
   long screened() const { return screened_total_; }
+  // The share of proposals that are local moves (rl.local, or what auto chose).
+  double local_share() const { return local_; }
   // The elite history, best first, and as the policy sees it now.
   std::vector<Evaluated> elites() const;
   std::vector<EliteToken> elite_tokens() const;
@@ -84,7 +88,7 @@ class RlOptimizer : public Optimizer {
   };
   struct Pending {
     Episode episode;       // the sampled genome and its masks
-    bool sampled = false;  // false for a portfolio plan
+    bool sampled = false;  // false for a portfolio plan and a local move
   };
   double reward(const Score& s) const;
   void learn(const std::vector<Episode>& samples, const std::vector<double>& rewards);
@@ -98,7 +102,7 @@ class RlOptimizer : public Optimizer {
   bool rank_shaping_;
   bool seed_portfolio_;
   double local_ = 0;
-  int local_free_ = 2;
+  int local_free_ = 1;
   // One of the top three elites with `local_free_` decisions freed (−1), for a local move.
   Genes local_anchor();
   std::vector<Genes> portfolio_;  // distinct, in the given order

@@ -420,6 +420,8 @@ TEST_CASE("rl: bad parameters and malformed policy files are refused") {
   refused("rl.imitate=x", "rl.imitate");
   refused("rl.shaping=linear", "rl.shaping");
   refused("rl.baseline=value", "rl.baseline");
+  refused("rl.local=often", "rl.local");
+  refused("rl.local=1.5", "rl.local");
   refused("rl.critic_history=2", "rl.critic_history");
   refused("rl-noattn.lr=0", "rl-noattn.lr");
 
@@ -571,6 +573,22 @@ TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the
     CHECK(ratios[2] >= 0.99);
     CHECK(learned == 5);
   }
+}
+
+TEST_CASE("rl: local moves by default only where the budget is a small part of the space") {
+  SpaceOptions o;
+  o.mapping = o.batching = false;
+  World small("mixtral-8x7b", "dgx-h100:1", o);
+  World large("deepseek-v3", "dgx-h100:4");
+  REQUIRE(small.space.canonical_size() < 1e6);
+  REQUIRE(large.space.canonical_size() > 1e6);
+  const long tenth = static_cast<long>(0.1 * small.space.canonical_size());
+  CHECK(RlOptimizer(small.context(1, tenth)).local_share() == 0);
+  CHECK(RlOptimizer(small.context(1, static_cast<long>(0.005 * small.space.canonical_size()))).local_share() == 0.25);
+  CHECK(RlOptimizer(large.context(1, 1000)).local_share() == 0.25);
+  const OptimizerParams fixed = OptimizerParams::parse("rl.local=0.5", "test"), off = OptimizerParams::parse("rl.local=0", "test");
+  CHECK(RlOptimizer(small.context(1, tenth, &fixed)).local_share() == 0.5);
+  CHECK(RlOptimizer(large.context(1, 1000, &off)).local_share() == 0);
 }
 
 TEST_CASE("rl: the prefix critic expects the mean reward first, then what the choices made so far are worth") {
