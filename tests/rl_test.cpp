@@ -186,6 +186,19 @@ void check_gradient(bool attention) {
   }
 }
 
+// The synthetic objective's problem: Mixtral-8x7B on 8 GPUs, degrees and sharding only, its
+// optimum by enumeration and a budget of 10% of the space.
+SpaceOptions degrees_and_sharding() {
+  SpaceOptions o;
+  o.mapping = o.batching = false;
+  return o;
+}
+struct SyntheticProblem {
+  World w{"mixtral-8x7b", "dgx-h100:1", degrees_and_sharding()};
+  double optimum = optimum_of(w.space);
+  long budget = static_cast<long>(0.1 * w.space.canonical_size());
+};
+
 // A policy's mean quality on the synthetic objective (objective / optimum, infeasible = 0) over
 // 200 of its samples.
 double policy_quality(const SearchSpace& space, const RlPolicy& p, const std::vector<EliteToken>& elites,
@@ -527,11 +540,10 @@ TEST_CASE("rl: the elite history is distinct, ranked by Deb's rules and diverse 
 }
 
 TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the space") {
-  SpaceOptions o;
-  o.mapping = o.batching = false;
-  World w("mixtral-8x7b", "dgx-h100:1", o);
-  const double optimum = optimum_of(w.space);
-  const long budget = static_cast<long>(0.1 * w.space.canonical_size());
+  const SyntheticProblem problem;
+  const World& w = problem.w;
+  const double optimum = problem.optimum;
+  const long budget = problem.budget;
   double portfolio_best = 0;
   for (const auto& g : w.portfolio) {
     const Score s = synthetic_score(w.space, g);
@@ -633,11 +645,10 @@ TEST_CASE("rl: the prefix critic expects the mean reward first, then what the ch
 }
 
 TEST_CASE("rl: with the critic as its baseline it still learns the synthetic objective") {
-  SpaceOptions o;
-  o.mapping = o.batching = false;
-  World w("mixtral-8x7b", "dgx-h100:1", o);
-  const double optimum = optimum_of(w.space);
-  const long budget = static_cast<long>(0.1 * w.space.canonical_size());
+  const SyntheticProblem problem;
+  const World& w = problem.w;
+  const double optimum = problem.optimum;
+  const long budget = problem.budget;
   // Without self-imitation the policy gradient alone has to move the policy.
   const OptimizerParams params = OptimizerParams::parse("rl.baseline=critic,rl.imitate=0", "test");
   std::vector<double> ratios, gains;
