@@ -22,7 +22,7 @@ void PrefixCritic::add(const Genes& genes, const Score& score) {
 }
 
 // Normal equations over every (sample, decision) row: row (s, d) has a 1 at c_d and at θ_j[g_j]
-// for j < d. Accumulated as prefix sums: the θ part of row d is row d−1's plus one entry.
+// for j < d — the θ entries of row d are row d−1's plus g_{d−1}'s (`active`).
 bool PrefixCritic::fit(const std::function<double(const Score&)>& reward, int min_samples) {
   fitted_ = false;
   if (static_cast<int>(kept_.size()) < min_samples) return false;

@@ -9,7 +9,6 @@
 #include <stdexcept>
 
 #include "common/input_error.hpp"
-#include "optimizers/rl_critic.hpp"
 
 namespace shardsim {
 

@@ -29,9 +29,9 @@
 //    reward given the decisions before it (rl_critic.hpp; fitted on the samples of earlier
 //    batches, the batch mean until 2 batches are in), over the rewards' standard deviation, over
 //    the batch size (shaping and risk then do not apply); entropy bonus `entropy` per decision
-//    (over the batch size); self-imitation of the elites
-//    whose reward beats the batch mean, weight imitate · (r − mean)/sd shared among them; one Adam
-//    step (`lr`). Portfolio plans only feed the elite history.
+//    (over the batch size); self-imitation of the elites whose reward beats the batch mean,
+//    weight imitate · (r − mean)/sd shared among them; one Adam step (`lr`). Portfolio plans and
+//    local moves only feed the elite history.
 // Parameters (under the optimizer's own name, "rl." or "rl-noattn."): elite 16, per_degree 3,
 //   batch 16, lr 0.05, entropy 0.05, dim 16, seed_portfolio 1, shaping rank, risk 1, imitate 0.5,
 //   retries 20, screen 64, copy 1 (initial β of a fresh policy: how strongly it copies the elites' choices),

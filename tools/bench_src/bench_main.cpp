@@ -48,33 +48,33 @@ static void bench_simgrid(WorkerPool& one, WorkerPool& two, const ModelSpec& m, 
   std::printf("\nsimgrid tier: deepseek-v3 on dgx-h100:8, %zu Azure requests, 1 worker (targets median ≤ 0.3 s, max ≤ 1 s)\n",
               t.requests.size());
   std::printf("%-38s %9s %9s %9s %13s\n", "plan", "wall s", "executed", "SimGrid", "ratio median");
+  // Scores `text` through `pool`: wall seconds, and the result and report.
+  auto score = [&](WorkerPool& pool, const std::string& text, ServingResult& r, FidelityReport& fr) {
+    Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
+    auto runner = make_pool_runner(pool);
+    auto t0 = std::chrono::steady_clock::now();
+    r = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:8", t, routing, ServingOptions{}, runner.get(), fr);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   std::vector<double> walls;
   for (const auto& text : texts) {
-    Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
-    auto runner = make_pool_runner(one);
+    ServingResult r;
     FidelityReport fr;
-    auto t0 = std::chrono::steady_clock::now();
-    ServingResult r = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:8", t, routing, ServingOptions{}, runner.get(), fr);
-    double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    walls.push_back(w);
-    std::printf("%-38s %9.3f %9ld %9ld %13.3f\n", text.c_str(), w, r.breakdown.executed_steps, fr.sampled_steps,
-                fr.ratio_median);
+    walls.push_back(score(one, text, r, fr));
+    std::printf("%-38s %9.3f %9ld %9ld %13.3f\n", text.c_str(), walls.back(), r.breakdown.executed_steps,
+                fr.sampled_steps, fr.ratio_median);
   }
   std::sort(walls.begin(), walls.end());
   if (!walls.empty())
     std::printf("median %.3f s, max %.3f s per plan (targets ≤ 0.3 s, ≤ 1 s)\n", walls[walls.size() / 2], walls.back());
-  Plan p = plan_from_string(texts.front(), c.num_gpus(), plan_defaults(m));
-  for (WorkerPool* pool : {&two}) {
-    auto runner = make_pool_runner(*pool);
-    FidelityReport fr;
-    auto t0 = std::chrono::steady_clock::now();
-    serve_at_fidelity("simgrid", p, m, c, "dgx-h100:8", t, routing, ServingOptions{}, runner.get(), fr);
-    double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("  %s with %d worker(s): %.3f s (%ld SimGrid steps)\n", texts.front().c_str(), pool->size(), w,
-                fr.sampled_steps);
-  }
+  ServingResult r;
+  FidelityReport fr;
+  const double wall_two = score(two, texts.front(), r, fr);
+  std::printf("  %s with %d worker(s): %.3f s (%ld SimGrid steps)\n", texts.front().c_str(), two.size(), wall_two,
+              fr.sampled_steps);
   LoweringOptions lo;
   lo.only_layers = {0, 3, 30};
+  const Plan p = plan_from_string(texts.front(), c.num_gpus(), plan_defaults(m));
   Lowering low(p, m, c, routing, 0, lo);
   std::vector<StepProgram> programs;
   for (int i = 0; i < 16; ++i) {
