@@ -10,23 +10,27 @@ namespace shardsim {
 LinkTrafficCounter::LinkTrafficCounter(const Cluster& cluster, const CollectiveModel& model)
     : c_(cluster), model_(model), load_(2 * static_cast<std::size_t>(cluster.num_links()), 0.0) {}
 
-const std::vector<LinkTrafficCounter::Hop>& LinkTrafficCounter::hops(int src, int dst) {
-  const std::uint64_t key = static_cast<std::uint64_t>(src) << 32 | static_cast<std::uint32_t>(dst);
-  auto it = routes_.find(key);
-  if (it != routes_.end()) return it->second;
-  const Route r = c_.route(src, dst);
-  const std::vector<Vertex> v = c_.route_vertices(src, r);
-  std::vector<Hop> h;
-  h.reserve(r.links.size());
-  for (std::size_t i = 0; i < r.links.size(); ++i)
-    h.push_back(Hop{r.links[i], static_cast<int>(v[i]) == c_.link_ends(r.links[i]).first});
-  return routes_.emplace(key, std::move(h)).first->second;
+std::pair<const int*, const int*> LinkTrafficCounter::hops(int src, int dst) {
+  const auto gpus = static_cast<std::size_t>(c_.num_gpus());
+  if (route_at_.empty()) route_at_.assign(gpus * gpus, 0);
+  std::int32_t& at = route_at_[static_cast<std::size_t>(src) * gpus + static_cast<std::size_t>(dst)];
+  if (at == 0) {
+    const Route r = c_.route(src, dst);
+    const std::vector<Vertex> v = c_.route_vertices(src, r);
+    at = static_cast<std::int32_t>(hops_.size()) + 1;
+    hops_.push_back(static_cast<int>(r.links.size()));
+    for (std::size_t i = 0; i < r.links.size(); ++i)
+      hops_.push_back(2 * r.links[i] + (static_cast<int>(v[i]) == c_.link_ends(r.links[i]).first ? 0 : 1));
+  }
+  const int* first = hops_.data() + at;
+  return {first, first + first[-1]};
 }
 
 void LinkTrafficCounter::carry(int src, int dst, double bytes) {
-  for (const Hop& h : hops(src, dst)) {
-    const std::size_t d = 2 * static_cast<std::size_t>(h.link) + (h.forward ? 0 : 1);
-    if (load_[d] == 0) touched_.push_back(static_cast<int>(d));
+  const auto [first, last] = hops(src, dst);
+  for (const int* h = first; h != last; ++h) {
+    const auto d = static_cast<std::size_t>(*h);
+    if (load_[d] == 0) touched_.push_back(*h);
     load_[d] += bytes;
   }
 }

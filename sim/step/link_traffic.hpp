@@ -13,12 +13,12 @@
 // cluster's shortest routes, per link direction; folded operations count `weight` times. The
 // figures explain where traffic goes (which class carries it, how busy its busiest link is); the
 // step's time still comes from the executors' collective models.
-// Thread-safety: one counter per thread (it caches routes).
+// Thread-safety: one counter per thread (it caches routes, in a table of GPU pairs).
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/step/collective_cost.hpp"
@@ -40,18 +40,17 @@ class LinkTrafficCounter {
   LinkTraffic count(const StepProgram& program);
 
  private:
-  struct Hop {
-    int link;
-    bool forward;  // traversed from link_ends().first to .second
-  };
-  const std::vector<Hop>& hops(int src_gpu, int dst_gpu);
+  // The link directions (2 × link id, + 1 when traversed from link_ends().second to .first) of
+  // the route src → dst: [first, last) of hops_, filled on first use.
+  std::pair<const int*, const int*> hops(int src_gpu, int dst_gpu);
   void flow(int src_gpu, int dst_gpu, double bytes, A2aRouting routing = A2aRouting::SendSide);
   void carry(int src_gpu, int dst_gpu, double bytes);
   void ring(const StepProgram& p, const std::vector<int>& group, double per_member);
 
   const Cluster& c_;
   CollectiveModel model_;
-  std::unordered_map<std::uint64_t, std::vector<Hop>> routes_;
+  std::vector<std::int32_t> route_at_;  // [src · gpus + dst]: offset in hops_ (+1; 0 = not yet routed)
+  std::vector<int> hops_;               // link directions of the routes found, each route's preceded by its length
   std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
   std::vector<int> touched_;
 };
