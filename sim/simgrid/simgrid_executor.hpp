@@ -1,6 +1,6 @@
 // sim/simgrid/simgrid_executor.hpp — runs a step program as SimGrid activities on a cluster's platform.
 //
-// Owns: SimgridExecutor and ContentionReport. The schedule follows the analytic executor's
+// Owns: SimgridExecutor and ContentionReport (the expansion itself is TaskGraph, task_graph.hpp). The schedule follows the analytic executor's
 // semantics exactly: an operation starts when its dependencies have finished and its stream is
 // free on every rank it touches (the previous operation in program order on that rank's stream).
 // Durations come from the discrete-event model instead of formulas:

@@ -1,0 +1,427 @@
+// sim/simgrid/task_graph.cpp — the expansion of step programs into gates, delays, execs and flows.
+#include "sim/simgrid/task_graph.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "sim/simgrid/simgrid_platform.hpp"
+#include "sim/step/schedule_summary.hpp"
+#include "topologies/cluster.hpp"
+
+namespace shardsim {
+
+TaskGraph::TaskGraph(const Cluster& cluster, SimgridPlatform& platform, const CollectiveModel& model,
+                     const AnalyticExecutor& analytic)
+    : cluster_(cluster), platform_(platform), coll_(model), analytic_(analytic) {}
+
+void TaskGraph::build(const StepProgram& p) {
+  prog_ = &p;
+  const std::size_t n = p.ops.size();
+  tasks.clear();
+  edge_to.clear();
+  edge_next.clear();
+  coll_cache_.clear();
+  for (int d : dlink_touched) dlink_bytes[static_cast<std::size_t>(d)] = 0;
+  dlink_touched.clear();
+  dlink_bytes.resize(2 * static_cast<std::size_t>(cluster_.num_links()), 0);
+  op_begin.assign(n, -1);
+  op_end_gate.assign(n, -1);
+  op_analytic.assign(n, 0);
+  tasks.reserve(4 * n);
+
+  std::vector<std::array<int, 2>> last(static_cast<std::size_t>(p.num_ranks()), {-1, -1});  // per rank and stream
+  std::vector<std::size_t> seen(n, static_cast<std::size_t>(-1));
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < n; ++i) {
+    const StepOp& op = p.ops[i];
+    const int ii = static_cast<int>(i);
+    const int b = add_task(TaskKind::Gate, ii);
+    const int e = add_task(TaskKind::Gate, ii);
+    op_begin[i] = b;
+    op_end_gate[i] = e;
+    auto wait_for = [&](int j) {
+      if (j < 0 || seen[static_cast<std::size_t>(j)] == i) return;
+      seen[static_cast<std::size_t>(j)] = i;
+      add_edge(op_end_gate[static_cast<std::size_t>(j)], b);
+    };
+    for (const int* d = p.deps_begin(ii); d != p.deps_end(ii); ++d) wait_for(*d);
+    if (op.not_before > 0) add_edge(add_task(TaskKind::Delay, -1, op.not_before), b);  // released at t0 + not_before (no predecessor)
+    involved_ranks(p, op, ranks);
+    const auto s = static_cast<std::size_t>(op.stream());
+    for (int r : ranks) {
+      wait_for(last[static_cast<std::size_t>(r)][s]);
+      last[static_cast<std::size_t>(r)][s] = ii;
+    }
+    op_analytic[i] = expand(ii, b, e);
+  }
+}
+
+int TaskGraph::add_task(TaskKind kind, int op, double delay, double amount, int src, int dst) {
+  Task t;
+  t.kind = kind;
+  t.op = op;
+  t.delay = delay;
+  t.amount = amount;
+  t.src = src;
+  t.dst = dst;
+  tasks.push_back(t);
+  return static_cast<int>(tasks.size()) - 1;
+}
+
+void TaskGraph::add_edge(int a, int b) {
+  edge_to.push_back(b);
+  edge_next.push_back(tasks[static_cast<std::size_t>(a)].first_edge);
+  tasks[static_cast<std::size_t>(a)].first_edge = static_cast<int>(edge_to.size()) - 1;
+  ++tasks[static_cast<std::size_t>(b)].pending;
+}
+
+void TaskGraph::add_between(int from, int t, int to) {
+  if (t < 0) {
+    add_edge(from, to);
+    return;
+  }
+  add_edge(from, t);
+  add_edge(t, to);
+}
+
+// A flow of `bytes` (rounded to whole bytes) after `delay` seconds; delay < 0 means the route's
+// latency + the per-step overhead. Returns -1 (no task) for an empty or local transfer.
+int TaskGraph::flow(int op, int src, int dst, double bytes, double delay) {
+  if (src == dst || !(bytes > 0)) return -1;
+  const SimgridRoute& r = platform_.route(src, dst);
+  const double b = std::max(1.0, std::round(bytes));
+  for (int d : r.dlinks) {
+    double& x = dlink_bytes[static_cast<std::size_t>(d)];
+    if (x == 0) dlink_touched.push_back(d);
+    x += b;
+  }
+  return add_task(TaskKind::Flow, op, delay < 0 ? r.latency + coll_.step_overhead : delay, b, src, dst);
+}
+
+// Analytic per-step cost of a hop (collective_cost.cpp's hop()): α and effective bandwidth.
+std::pair<double, double> TaskGraph::hop(int a, int b) const {
+  const Route r = cluster_.route(a, b);
+  const auto& eff = cluster_.collective_efficiency();
+  return {r.latency + coll_.step_overhead, r.bottleneck_bw * (r.nvlink_only ? eff.nvlink : eff.network)};
+}
+
+double TaskGraph::ring_alpha(const std::vector<int>& m) const {
+  double a = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) a = std::max(a, hop(m[i], m[(i + 1) % m.size()]).first);
+  return a;
+}
+
+// GPUs grouped by NVLink domain, in order of first appearance (collective_cost.cpp's by_domain).
+std::vector<std::vector<int>> TaskGraph::by_domain(const std::vector<int>& gpus) const {
+  std::map<int, std::size_t> index;
+  std::vector<std::vector<int>> out;
+  for (int g : gpus) {
+    auto [it, fresh] = index.emplace(cluster_.node_of(g), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(g);
+  }
+  return out;
+}
+
+// Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes. Flow (i, k) goes from m[i]
+// to m[i+1] after flow (i, k−1) (its own previous send) and flow (i−1, k−1) (the chunk it forwards).
+// Alone, each step takes the ring's slowest hop α + chunk / B: the analytic ring formula.
+void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to) {
+  const std::size_t p = m.size();
+  if (p < 2 || steps <= 0 || !(chunk > 0)) {
+    add_edge(from, to);
+    return;
+  }
+  ring_prev_.assign(p, -1);
+  ring_cur_.assign(p, -1);
+  for (int k = 0; k < steps; ++k) {
+    for (std::size_t i = 0; i < p; ++i) {
+      const int f = flow(op, m[i], m[(i + 1) % p], chunk);
+      ring_cur_[i] = f;
+      if (k == 0) {
+        add_edge(from, f);
+      } else {
+        add_edge(ring_prev_[i], f);
+        add_edge(ring_prev_[(i + p - 1) % p], f);
+      }
+    }
+    std::swap(ring_prev_, ring_cur_);
+  }
+  for (std::size_t i = 0; i < p; ++i) add_edge(ring_prev_[i], to);
+}
+
+// One barrier-separated step of flows (pairs of indices into m, sizes from `bytes_of`).
+template <class Bytes>
+int TaskGraph::step(int op, const std::vector<int>& m, const std::vector<std::pair<int, int>>& pairs, double delay,
+                    Bytes bytes_of, int gate, int next) {
+  bool any = false;
+  for (auto [a, b] : pairs) {
+    const int f = flow(op, m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)], bytes_of(a, b), delay);
+    if (f < 0) continue;
+    add_between(gate, f, next);
+    any = true;
+  }
+  if (!any) add_edge(gate, next);
+  return next;
+}
+
+// Pipelined double-binary-tree all-reduce as the analytic formula counts it, 2⌈log2 p⌉α + 2S/B:
+// a binomial reduction (⌈log2 p⌉ barrier-separated steps, position i sends to i − 2^l) then the
+// mirrored broadcast, each flow carrying S/⌈log2 p⌉. Every flow waits the tree's worst α and is
+// sized so that, alone on its route, it takes as long as on the tree's worst hop.
+void TaskGraph::tree(int op, const std::vector<int>& m, double bytes, int from, int to) {
+  const int p = static_cast<int>(m.size());
+  double alpha = 0, bw = 1e300;
+  for (int i = 1; i < p; ++i) {
+    auto [a, b] = hop(m[0], m[static_cast<std::size_t>(i)]);
+    alpha = std::max(alpha, a);
+    bw = std::min(bw, b);
+  }
+  const int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(p))));
+  auto sized = [&](int a, int b) {
+    return bytes / depth * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth / bw;
+  };
+  std::vector<std::vector<std::pair<int, int>>> levels(static_cast<std::size_t>(depth));
+  for (int l = 0; l < depth; ++l)
+    for (int i = 1 << l; i < p; i += 2 << l) levels[static_cast<std::size_t>(l)].push_back({i, i - (1 << l)});
+  int gate = from;
+  const int steps = 2 * depth;
+  for (int s = 0; s < steps; ++s) {
+    const bool up = s < depth;
+    std::vector<std::pair<int, int>> dir = levels[static_cast<std::size_t>(up ? s : steps - 1 - s)];
+    if (!up)
+      for (auto& pr : dir) std::swap(pr.first, pr.second);
+    const int next = s == steps - 1 ? to : add_task(TaskKind::Gate, op);
+    gate = step(op, m, dir, alpha, sized, gate, next);
+  }
+}
+
+// NVLS all-reduce in one NVLink domain: 2α + set-up + 2(p−1)/p · S / busbw_nvls, as a delay and
+// two barrier-separated steps in which each GPU sends one flow to the next; a flow carries
+// (p−1)/p · S scaled by (its route's bandwidth / NVLS bus bandwidth), so alone it takes the
+// formula's time while it loads the GPU's real NVLink ports.
+void TaskGraph::nvls(int op, const std::vector<int>& m, double bytes, int from, int to) {
+  const std::size_t p = m.size();
+  const double alpha = hop(m[0], m[1]).first;
+  const double busbw = coll_.nvls_busbw_fraction * cluster_.gpu().nvlink_bw;
+  const double per_rank = static_cast<double>(p - 1) / static_cast<double>(p) * bytes;
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < p; ++i) pairs.push_back({static_cast<int>(i), static_cast<int>((i + 1) % p)});
+  auto sized = [&](int a, int b) {
+    return per_rank * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth / busbw;
+  };
+  const int mid = add_task(TaskKind::Gate, op);
+  if (coll_.nvls_latency > 0) {
+    const int d = add_task(TaskKind::Delay, op, coll_.nvls_latency);
+    add_edge(from, d);
+    from = d;
+  }
+  step(op, m, pairs, alpha, sized, from, mid);
+  step(op, m, pairs, alpha, sized, mid, to);
+}
+
+// Hierarchical: rings inside each NVLink domain (RS, and AG for an all-reduce) and, per rail
+// position j, a ring across domains of S/g. NCCL pipelines chunks through the phases, which the
+// analytic formula counts as Σ latencies + max(bandwidth terms); here both phases run at once,
+// the inter-domain rings after a delay of the intra phase's latency (the pipeline's fill) and
+// the intra rings followed by the inter phase's latency (its drain), which gives exactly that.
+void TaskGraph::hierarchical(int op, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
+                             int from, int to) {
+  const double n = static_cast<double>(domains.size());
+  std::size_t g = domains.front().size();
+  for (const auto& d : domains) g = std::min(g, d.size());
+  const int phases = kind == CollKind::AllReduce ? 2 : 1;
+  const int steps = kind == CollKind::AllReduce ? 2 * (static_cast<int>(n) - 1) : static_cast<int>(n) - 1;
+  double intra_alpha = 0;
+  const int intra_done = add_task(TaskKind::Gate, op);
+  for (const auto& d : domains) {
+    const int p = static_cast<int>(d.size());
+    if (p < 2) {
+      add_edge(from, intra_done);
+      continue;
+    }
+    intra_alpha = std::max(intra_alpha, phases * (p - 1) * ring_alpha(d));
+    ring(op, d, phases * (p - 1), bytes / p, from, intra_done);
+  }
+  std::vector<int> rail0;
+  for (const auto& d : domains) rail0.push_back(d.front());
+  const int drain = add_task(TaskKind::Delay, op, steps * ring_alpha(rail0));
+  add_between(intra_done, drain, to);
+  const int fill = add_task(TaskKind::Delay, op, intra_alpha);
+  add_edge(from, fill);
+  std::vector<int> rail;
+  for (std::size_t j = 0; j < g; ++j) {
+    rail.clear();
+    for (const auto& d : domains) rail.push_back(d[j]);
+    ring(op, rail, steps, bytes / static_cast<double>(g) / n, fill, to);
+  }
+}
+
+// The all-to-all matrix's pairs split into legs, summed per (sender, receiver) position in m:
+// nv_ over NVLink, net_ over the network. NVLink pairs go direct. A network pair a → b (node i →
+// node j, rails r → r') goes the way all_to_all_routing() picks (collective_cost.hpp): as NCCL PXN
+// sends it, over NVLink to node i's GPU on rail r' (when it is in the group), then over rail r' to
+// b; or as DeepEP forwards it (receive side), over rail r to node j's GPU on rail r, then over
+// NVLink to b. Legs through one proxy merge into one flow per (sender, proxy) and (proxy, receiver).
+void TaskGraph::split_a2a_legs(const std::vector<int>& m, const A2aMatrix& mat, bool pxn, bool receive_side) {
+  const std::size_t p = m.size();
+  const int gpn = cluster_.gpus_per_node();
+  if (gpu_pos_.empty()) gpu_pos_.assign(static_cast<std::size_t>(cluster_.num_gpus()), -1);
+  for (std::size_t i = 0; i < p; ++i) gpu_pos_[static_cast<std::size_t>(m[i])] = static_cast<int>(i);
+  nv_.assign(p * p, 0);
+  net_.assign(p * p, 0);
+  auto position = [&](int node, int rail) { return gpu_pos_[static_cast<std::size_t>(node * gpn + rail)]; };
+  for (const A2aMatrix::Entry& pair : mat.entries()) {  // in (sender, receiver) order
+    const std::size_t i = pair.from, j = pair.to;
+    const double b = pair.bytes;
+    if (i == j || !(b > 0)) continue;
+    const int ga = m[i], gb = m[j];
+    if (cluster_.same_nvlink_domain(ga, gb)) {
+      nv_[i * p + j] += b;
+      continue;
+    }
+    if (receive_side) {
+      const int x = position(cluster_.node_of(gb), cluster_.rail_of(ga));
+      if (x < 0) {
+        net_[i * p + j] += b;
+      } else {
+        net_[i * p + static_cast<std::size_t>(x)] += b;
+        if (static_cast<std::size_t>(x) != j) nv_[static_cast<std::size_t>(x) * p + j] += b;
+      }
+      continue;
+    }
+    const int x = pxn ? position(cluster_.node_of(ga), cluster_.rail_of(gb)) : -1;
+    if (x < 0) {
+      net_[i * p + j] += b;
+    } else {
+      net_[static_cast<std::size_t>(x) * p + j] += b;
+      if (static_cast<std::size_t>(x) != i) nv_[i * p + static_cast<std::size_t>(x)] += b;
+    }
+  }
+  for (std::size_t i = 0; i < p; ++i) gpu_pos_[static_cast<std::size_t>(m[i])] = -1;
+}
+
+// All-to-all from a p×p byte matrix: one flow per leg (split_a2a_legs), both legs of a proxied
+// pair starting at once (chunks are pipelined through the proxy). NVLink flows are scaled by
+// (route bandwidth / (NVLink bw × a2a efficiency)) so that, alone, they run at the achieved
+// all-to-all NVLink rate the analytic formula uses.
+void TaskGraph::all_to_all(int op, const std::vector<int>& m, const A2aMatrix& mat, double analytic_dur, int from,
+                           int to) {
+  const std::size_t p = m.size();
+  const bool pxn = cluster_.gpus_per_node() > 1 && cluster_.fabric().kind != "links";
+  split_a2a_legs(m, mat, pxn, pxn && all_to_all_routing(cluster_, m, mat, coll_) == A2aRouting::ReceiveSide);
+  const double a2a_nv_bw = cluster_.gpu().nvlink_bw * coll_.a2a_nvlink_efficiency;
+  bool any = false;
+  for (std::size_t i = 0; i < p; ++i)
+    for (std::size_t j = 0; j < p; ++j)
+      for (int leg = 0; leg < 2; ++leg) {
+        double b = (leg == 0 ? nv_ : net_)[i * p + j];
+        if (!(b > 0)) continue;
+        if (leg == 0) b *= platform_.route(m[i], m[j]).bandwidth / a2a_nv_bw;
+        const int f = flow(op, m[i], m[j], b);
+        if (f < 0) continue;
+        add_between(from, f, to);
+        any = true;
+      }
+  if (!any) add_between(from, add_task(TaskKind::Delay, op, analytic_dur), to);  // nothing to move: the formula's latency alone
+}
+
+CollectiveTime TaskGraph::collective(const StepOp& op, const std::vector<int>& gpus) {
+  auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo));
+  auto it = coll_cache_.find(key);
+  if (it == coll_cache_.end())
+    it = coll_cache_.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, coll_)).first;
+  return it->second;
+}
+
+// A delay task of the collective's call latency after `from` (collective_cost.hpp); returns
+// the task the algorithm's flows start from.
+int TaskGraph::after_call(int op, CollKind kind, int from) {
+  const double c = call_latency(kind, coll_);
+  if (!(c > 0)) return from;
+  const int d = add_task(TaskKind::Delay, op, c);
+  add_edge(from, d);
+  return d;
+}
+
+// Expands operation i between its gates; returns its contention-free duration.
+double TaskGraph::expand(int i, int from, int to) {
+  const StepProgram& p = *prog_;
+  const StepOp& op = p.ops[static_cast<std::size_t>(i)];
+  auto gpu = [&](int rank) { return p.rank_gpu[static_cast<std::size_t>(rank)]; };
+  switch (op.type) {
+    case OpType::Compute: {
+      const double dur = analytic_.op_time(p, op);
+      add_between(from, dur > 0 ? add_task(TaskKind::Exec, i, 0, dur * kSimgridHostSpeed, gpu(op.rank)) : -1, to);
+      return dur;
+    }
+    case OpType::Send:
+      add_between(from, flow(i, gpu(op.rank), gpu(op.peer), op.bytes), to);
+      return p2p_time(cluster_, gpu(op.rank), gpu(op.peer), op.bytes, coll_);
+    case OpType::Collective:
+      break;
+  }
+  std::vector<int> gpus;
+  for (int r : p.groups[static_cast<std::size_t>(op.group)]) gpus.push_back(gpu(r));
+  return op.coll == CollKind::AllToAll ? expand_all_to_all(i, gpus, from, to) : expand_collective(i, gpus, from, to);
+}
+
+double TaskGraph::expand_all_to_all(int i, const std::vector<int>& gpus, int from, int to) {
+  const StepProgram& p = *prog_;
+  const StepOp& op = p.ops[static_cast<std::size_t>(i)];
+  const std::size_t n = gpus.size();
+  if (n <= 1 || (op.matrix < 0 && !(op.bytes > 0))) {
+    add_edge(from, to);
+    return 0;
+  }
+  if (op.matrix >= 0) {
+    const A2aMatrix& mat = p.a2a[static_cast<std::size_t>(op.matrix)];
+    const double dur = all_to_all_time(cluster_, gpus, mat, coll_);
+    all_to_all(i, gpus, mat, dur - call_latency(op.coll, coll_), after_call(i, op.coll, from), to);
+    return dur;
+  }
+  const A2aMatrix uniform = A2aMatrix::uniform(n, op.bytes / static_cast<double>(n));
+  const double dur = collective(op, gpus).seconds;
+  all_to_all(i, gpus, uniform, dur - call_latency(op.coll, coll_), after_call(i, op.coll, from), to);
+  return dur;
+}
+
+// An all-reduce, reduce-scatter or all-gather by the algorithm collective_time() picks for it.
+double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int from, int to) {
+  const StepOp& op = prog_->ops[static_cast<std::size_t>(i)];
+  const std::size_t n = gpus.size();
+  const CollectiveTime ct = collective(op, gpus);
+  if (n <= 1 || !(op.bytes > 0) || !(ct.seconds > 0)) {
+    add_edge(from, to);
+    return ct.seconds;
+  }
+  from = after_call(i, op.coll, from);
+  const auto domains = by_domain(gpus);
+  const bool one_domain = domains.size() == 1;
+  const int pi = static_cast<int>(n);
+  const int ring_steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;
+  const double rb = op.bytes / small_group_fraction(pi, one_domain, coll_);  // collective_cost.hpp
+  auto do_ring = [&] { ring(i, gpus, ring_steps, rb / pi, from, to); };
+  switch (ct.algo) {
+    case CollAlgo::Tree:
+      if (op.coll == CollKind::AllReduce) tree(i, gpus, rb, from, to);
+      else do_ring();
+      break;
+    case CollAlgo::Nvls:
+      if (op.coll == CollKind::AllReduce && one_domain && n > 1) nvls(i, gpus, op.bytes, from, to);
+      else if (!one_domain) hierarchical(i, op.coll, domains, op.bytes, from, to);
+      else do_ring();
+      break;
+    case CollAlgo::Hierarchical:
+      if (one_domain) do_ring();
+      else hierarchical(i, op.coll, domains, op.bytes, from, to);
+      break;
+    default:
+      do_ring();
+      break;
+  }
+  return ct.seconds;
+}
+
+}  // namespace shardsim
