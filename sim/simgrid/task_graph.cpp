@@ -112,18 +112,6 @@ double TaskGraph::ring_alpha(const std::vector<int>& m) const {
   return a;
 }
 
-// GPUs grouped by NVLink domain, in order of first appearance (collective_cost.cpp's by_domain).
-std::vector<std::vector<int>> TaskGraph::by_domain(const std::vector<int>& gpus) const {
-  std::map<int, std::size_t> index;
-  std::vector<std::vector<int>> out;
-  for (int g : gpus) {
-    auto [it, fresh] = index.emplace(cluster_.node_of(g), out.size());
-    if (fresh) out.emplace_back();
-    out[it->second].push_back(g);
-  }
-  return out;
-}
-
 // Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes. Flow (i, k) goes from m[i]
 // to m[i+1] after flow (i, k−1) (its own previous send) and flow (i−1, k−1) (the chunk it forwards).
 // Alone, each step takes the ring's slowest hop α + chunk / B: the analytic ring formula.
@@ -397,7 +385,7 @@ double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int fro
     return ct.seconds;
   }
   from = after_call(i, op.coll, from);
-  const auto domains = by_domain(gpus);
+  const auto domains = by_domain(cluster_, gpus);
   const bool one_domain = domains.size() == 1;
   const int pi = static_cast<int>(n);
   const int ring_steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;

@@ -68,7 +68,6 @@ class TaskGraph {
   int flow(int op, int src, int dst, double bytes, double delay = -1);
   std::pair<double, double> hop(int a, int b) const;
   double ring_alpha(const std::vector<int>& m) const;
-  std::vector<std::vector<int>> by_domain(const std::vector<int>& gpus) const;
 
   void ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to);
   template <class Bytes>

@@ -43,17 +43,6 @@ double ring(CollKind kind, double p, double bytes, Hop h) {
   return steps * (h.alpha + bytes / (p * h.bw));
 }
 
-// GPUs grouped by NVLink domain, domains in order of first appearance.
-std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus) {
-  std::map<int, std::size_t> index;
-  std::vector<std::vector<int>> out;
-  for (int g : gpus) {
-    auto [it, fresh] = index.emplace(c.node_of(g), out.size());
-    if (fresh) out.emplace_back();
-    out[it->second].push_back(g);
-  }
-  return out;
-}
 
 double hierarchical(const Cluster& c, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
                     const CollectiveModel& m) {
@@ -103,6 +92,17 @@ double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const 
 }
 
 }  // namespace
+
+std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus) {
+  std::map<int, std::size_t> index;
+  std::vector<std::vector<int>> out;
+  for (int g : gpus) {
+    auto [it, fresh] = index.emplace(c.node_of(g), out.size());
+    if (fresh) out.emplace_back();
+    out[it->second].push_back(g);
+  }
+  return out;
+}
 
 double small_group_fraction(int p, bool one_domain, const CollectiveModel& m) {
   if (!one_domain || p < 2) return 1.0;

@@ -61,6 +61,8 @@ struct CollectiveTime {
 // Ring/tree bandwidth fraction of a group of p GPUs inside one NVLink domain (1 for p ≥ 5 or
 // for groups spanning domains). Both executors divide the ring/tree bytes by it.
 double small_group_fraction(int p, bool one_domain, const CollectiveModel& m);
+// `gpus` grouped by NVLink domain, domains in order of first appearance.
+std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus);
 // Fixed cost of one call of `kind`.
 double call_latency(CollKind kind, const CollectiveModel& m);
 // The algorithm's own time, without the call latency (what the SimGrid expansion simulates).
