@@ -14,7 +14,8 @@
 // outputs known so far are written, marked incomplete, and the command exits 130/143; a second
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
 // (optimizers/study_dir). `search merge DIR… --out OUT` joins studies of one problem
-// (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation.
+// (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation;
+// `search compare ARM…` sets arms of studies of one problem side by side (tools/cli/search_compare).
 // Under `mpirun -np K`, rank 0 runs everything above and ranks 1…K−1 only score plans for it
 // (tools/cli/mpi_evaluation): the same results, journal and report as one process.
 #include <signal.h>
@@ -46,6 +47,7 @@
 #include "common/embedded.hpp"
 #include "optimizers/serving_evaluator.hpp"
 #include "sim/serving/metrics.hpp"
+#include "tools/cli/search_compare.hpp"
 #include "tools/cli/search_merge.hpp"
 #include "optimizers/study_dir.hpp"
 #include "sim/simgrid/worker_pool.hpp"
@@ -634,8 +636,30 @@ void add_search_command(CLI::App& app) {
     const int status = run(*opt, cmd);
     if (status != 0) std::exit(status);
   });
-  cmd->callback([opt, cmd, merge] {
-    if (merge->parsed()) return;  // `search merge` did the work
+  auto arms = std::make_shared<std::vector<std::string>>();
+  auto compare_budget = std::make_shared<long>(0);
+  auto compare_out = std::make_shared<std::string>();
+  CLI::App* compare = cmd->add_subcommand(
+      "compare",
+      "Compare arms of studies of one problem at one budget: a warm start with a cold one, a setting with its default,\n"
+      "an optimizer of one study with another's. An arm is a study folder (its stochastic optimizers) or DIR:OPTIMIZER.\n"
+      "Per arm: median best with a 95% bootstrap interval, runs reaching 99% of the best known and their evaluations,\n"
+      "and against the first arm Mann–Whitney U (Holm) and A12 on the best values and on the evaluations to 99%.\n"
+      "Reads the journals; nothing is simulated.\n\n"
+      "Example:\n"
+      "  shardsim search compare slownic:rl slownic-warm:rl slownic:ga --out warm-vs-cold.md");
+  compare->add_option("arms", *arms, "DIR or DIR:OPTIMIZER, the first one the reference")->required()->expected(2, 1000);
+  compare->add_option("--budget", *compare_budget, "cut every run to this many evaluations (default: the smallest budget)")
+      ->check(CLI::Range(1L, 1000000000L));
+  compare->add_option("--out", *compare_out, "also write the table (Markdown) to this file");
+  compare->callback([arms, compare_budget, compare_out] {
+    if (!compare_out->empty()) check_output_path(*compare_out);
+    const std::string md = compare_studies(*arms, *compare_budget);
+    if (!compare_out->empty()) write_file_atomically(*compare_out, md);
+    std::cout << md;
+  });
+  cmd->callback([opt, cmd, merge, compare] {
+    if (merge->parsed() || compare->parsed()) return;  // `search merge` / `search compare` did the work
     const int status = run(*opt, cmd);
     if (status != 0) {
       std::cout.flush();

@@ -38,27 +38,6 @@ Study read_study(const std::string& dir) {
   return s;
 }
 
-// The inputs that define the problem: everything recorded but which runs were made.
-json problem_of(const Study& s) {
-  json in = s.header["inputs"];
-  in.erase("optimizers");
-  in.erase("seeds");
-  return in;
-}
-
-void check_same_problem(const Study& first, const Study& other) {
-  const json a = problem_of(first), b = problem_of(other);
-  for (const json* side : {&a, &b})
-    for (auto it = side->begin(); it != side->end(); ++it) {
-      const json x = a.contains(it.key()) ? a[it.key()] : json(nullptr);
-      const json y = b.contains(it.key()) ? b[it.key()] : json(nullptr);
-      if (x != y)
-        throw InputError(other.path, "/inputs/" + it.key(),
-                         y.dump() + " where " + first.path + " has " + x.dump() +
-                             " (merge combines studies of one problem: only optimizers and seeds may differ)");
-    }
-}
-
 struct RunRef {
   std::string optimizer;
   std::uint64_t seed = 0;
@@ -149,6 +128,22 @@ std::pair<std::string, std::string> options_for(const std::vector<RunRef>& runs,
 
 }  // namespace
 
+void check_same_problem(const json& first, const std::string& first_path, const json& other, const std::string& other_path,
+                        const std::vector<std::string>& may_differ, const std::string& why) {
+  json a = first["inputs"], b = other["inputs"];
+  for (const std::string& k : may_differ) {
+    a.erase(k);
+    b.erase(k);
+  }
+  for (const json* side : {&a, &b})
+    for (auto it = side->begin(); it != side->end(); ++it) {
+      const json x = a.contains(it.key()) ? a[it.key()] : json(nullptr);
+      const json y = b.contains(it.key()) ? b[it.key()] : json(nullptr);
+      if (x != y)
+        throw InputError(other_path, "/inputs/" + it.key(), y.dump() + " where " + first_path + " has " + x.dump() + " (" + why + ")");
+    }
+}
+
 void write_merged_journal(const std::vector<std::string>& dirs, const std::string& out) {
   if (dirs.size() < 2) throw InputError("search merge", "DIR", "give at least two study folders to merge");
   std::vector<Study> studies;
@@ -156,7 +151,9 @@ void write_merged_journal(const std::vector<std::string>& dirs, const std::strin
   // Order-independent: the first study (whose args and inputs the merged header keeps) is the one
   // with the smallest path, not the first named.
   std::sort(studies.begin(), studies.end(), [](const Study& a, const Study& b) { return a.path < b.path; });
-  for (std::size_t i = 1; i < studies.size(); ++i) check_same_problem(studies[0], studies[i]);
+  for (std::size_t i = 1; i < studies.size(); ++i)
+    check_same_problem(studies[0].header, studies[0].path, studies[i].header, studies[i].path, {"optimizers", "seeds", "threads"},
+                       "merge combines studies of one problem: only optimizers and seeds may differ");
   const std::vector<RunRef> runs = union_of(studies);
   const auto [optimizers, seeds] = options_for(runs, studies[0].path);
 
