@@ -121,5 +121,8 @@ TEST_CASE("search compare: known arms — the better one ends higher and gets to
   auto none = test::run_cli("search compare " + (root / "cold").string() + ":ga " + (root / "tuned").string());
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("no run of optimizer \"ga\"") != std::string::npos);
+  auto one = test::run_cli("search compare " + (root / "cold").string());
+  CHECK(one.exit_code == 2);
+  CHECK(one.err.find("one arm only") != std::string::npos);
   fs::remove_all(root);
 }

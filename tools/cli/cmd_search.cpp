@@ -642,13 +642,15 @@ void add_search_command(CLI::App& app) {
   CLI::App* compare = cmd->add_subcommand(
       "compare",
       "Compare arms of studies of one problem at one budget: a warm start with a cold one, a setting with its default,\n"
-      "an optimizer of one study with another's. An arm is a study folder (its stochastic optimizers) or DIR:OPTIMIZER.\n"
+      "an optimizer of one study with another's. DIR:OPTIMIZER is one arm; DIR alone, one per stochastic optimizer in it.\n"
       "Per arm: median best with a 95% bootstrap interval, runs reaching 99% of the best known and their evaluations,\n"
       "and against the first arm Mann–Whitney U (Holm) and A12 on the best values and on the evaluations to 99%.\n"
       "Reads the journals; nothing is simulated.\n\n"
       "Example:\n"
       "  shardsim search compare slownic:rl slownic-warm:rl slownic:ga --out warm-vs-cold.md");
-  compare->add_option("arms", *arms, "DIR or DIR:OPTIMIZER, the first one the reference")->required()->expected(2, 1000);
+  compare->add_option("arms", *arms, "DIR:OPTIMIZER or DIR (its stochastic optimizers), the first arm the reference")
+      ->required()
+      ->expected(1, 1000);
   compare->add_option("--budget", *compare_budget, "cut every run to this many evaluations (default: the smallest budget)")
       ->check(CLI::Range(1L, 1000000000L));
   compare->add_option("--out", *compare_out, "also write the table (Markdown) to this file");

@@ -54,21 +54,25 @@ std::string settings_of(const json& inputs) {
   return s.empty() ? "cold, defaults" : s;
 }
 
-// The runs of DIR[:OPTIMIZER] read from its journal; `header` receives the journal's first line.
-Arm read_arm(const std::string& spec, json& header) {
+// The arms DIR[:OPTIMIZER] stands for, from its journal: OPTIMIZER's runs, or one arm per
+// stochastic optimizer of the study, in the study's order. `header` receives the journal's line 1.
+std::vector<Arm> read_arms(const std::string& spec, json& header) {
   const auto colon = spec.rfind(':');
   const bool named = colon != std::string::npos && colon + 1 < spec.size() && spec.find('/', colon) == std::string::npos;
   const std::string dir = named ? spec.substr(0, colon) : spec, only = named ? spec.substr(colon + 1) : "";
-  Arm arm;
-  arm.journal = (std::filesystem::path(dir) / kJournalName).string();
-  const JournalContents c = read_journal(arm.journal);
+  const std::string journal = (std::filesystem::path(dir) / kJournalName).string();
+  const JournalContents c = read_journal(journal);
   header = c.header;
+  const std::string name = std::filesystem::path(dir).lexically_normal().filename().string();
+  const std::string settings = settings_of(c.header["inputs"]);
+  std::vector<Arm> arms;
   const json& runs = c.header["runs"];
-  std::string optimizers;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string o = runs[i]["optimizer"].get<std::string>();
     if (only.empty() ? deterministic(o) : o != only) continue;
-    if (optimizers.find(o) == std::string::npos) optimizers += (optimizers.empty() ? "" : ",") + o;
+    const std::string label = o + " @ " + (name.empty() ? dir : name);
+    auto arm = std::find_if(arms.begin(), arms.end(), [&](const Arm& x) { return x.label == label; });
+    if (arm == arms.end()) arm = arms.insert(arms.end(), Arm{label, settings, journal, {}});
     // A run's budget is the study's unless it records its own; deterministic runs cut nothing.
     long b = runs[i]["budget"].get<long>();
     if (b <= 0) b = c.header["inputs"].value("budget", 0L);
@@ -79,15 +83,11 @@ Arm read_arm(const std::string& spec, json& header) {
       if (e.eval.score.feasible && !e.eval.score.failed) best = std::max(best, e.eval.score.objective);
       t.anytime.push_back(best);
     }
-    arm.runs.push_back(std::move(t));
+    arm->runs.push_back(std::move(t));
   }
-  if (arm.runs.empty())
-    throw InputError(arm.journal, "/runs",
-                     only.empty() ? "no stochastic optimizer's runs to compare" : "no run of optimizer \"" + only + "\"");
-  const std::string name = std::filesystem::path(dir).lexically_normal().filename().string();
-  arm.label = optimizers + " @ " + (name.empty() ? dir : name);
-  arm.settings = settings_of(c.header["inputs"]);
-  return arm;
+  if (arms.empty())
+    throw InputError(journal, "/runs", only.empty() ? "no stochastic optimizer's runs to compare" : "no run of optimizer \"" + only + "\"");
+  return arms;
 }
 
 std::string interval_text(const Interval& i) { return "[" + readable(i.lo) + ", " + readable(i.hi) + "]"; }
@@ -111,18 +111,20 @@ Test test(const std::vector<double>& mine, const std::vector<double>& ref) {
 }  // namespace
 
 std::string compare_studies(const std::vector<std::string>& specs, long budget) {
-  if (specs.size() < 2) throw InputError("search compare", "DIR", "give at least two arms (study folders, optionally DIR:OPTIMIZER)");
+  if (specs.empty()) throw InputError("search compare", "DIR", "give the arms: study folders, or DIR:OPTIMIZER");
   std::vector<Arm> arms;
   json first_header;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     json header;
-    arms.push_back(read_arm(specs[i], header));
+    std::vector<Arm> more = read_arms(specs[i], header);
     if (i == 0) first_header = header;
     else
-      check_same_problem(first_header, arms[0].journal, header, arms[i].journal,
+      check_same_problem(first_header, arms[0].journal, header, more[0].journal,
                          {"optimizers", "seeds", "budget", "params", "policy_in", "policy_in_digest", "threads"},
                          "compare takes studies of one problem: they may differ in optimizers, seeds, budget, --param and --policy-in");
+    arms.insert(arms.end(), more.begin(), more.end());
   }
+  if (arms.size() < 2) throw InputError(arms[0].journal, "/runs", "one arm only: name at least two (DIR:OPTIMIZER, or a study of several optimizers)");
   long cut = budget > 0 ? budget : std::numeric_limits<long>::max();
   for (const Arm& a : arms)
     for (const RunTrace& r : a.runs) cut = std::min(cut, r.budget);

@@ -1,8 +1,9 @@
 // tools/cli/search_compare.hpp — `shardsim search compare DIR[:OPTIMIZER]…`: runs of several
 // studies of one problem side by side, at one budget, with the statistics a study's report gives.
 //
-// Owns: compare_studies(). Each argument is an *arm*: the runs of every stochastic optimizer of
-// the study in DIR, or of OPTIMIZER alone, labelled "OPTIMIZER @ DIR's name". The studies must be
+// Owns: compare_studies(). Each argument gives *arms*: DIR:OPTIMIZER the runs of OPTIMIZER in the
+// study in DIR, DIR alone one arm per stochastic optimizer of that study; an arm is labelled
+// "OPTIMIZER @ DIR's name", the first one is the reference. The studies must be
 // of one problem (model, cluster, trace, fidelity, …: InputError naming the journal and the field
 // otherwise) but may differ in what makes an arm — the optimizers, seeds, budget, --param and
 // --policy-in — so a warm start is compared with a cold one, or a setting with its default, where
