@@ -64,6 +64,13 @@ Settings read_settings(const OptimizerContext& ctx, const std::string& name) {
     throw InputError("--param", name + ".baseline", "\"" + baseline + "\" is not batch or critic");
   s.critic = baseline == "critic";
   s.critic_history = integer("critic_history", 256, 16, 100000);
+  // Settings of the other baseline are refused rather than silently ignored.
+  for (const char* key : {"risk", "shaping"})
+    if (s.critic && !ctx.text(name, key, "").empty())
+      throw InputError("--param", name + "." + key,
+                       "applies to the batch baseline; with " + name + ".baseline=critic each decision is weighed by its own advantage");
+  if (!s.critic && !ctx.text(name, "critic_history", "").empty())
+    throw InputError("--param", name + ".critic_history", "applies to " + name + ".baseline=critic only");
   s.seed_portfolio = integer("seed_portfolio", 1, 0, 1) == 1;
   s.policy_in = ctx.text(name, "policy_in", "");
   return s;

@@ -28,7 +28,7 @@
 //    size; or, with baseline = critic, per decision the reward less the PrefixCritic's expected
 //    reward given the decisions before it (rl_critic.hpp; fitted on the samples of earlier
 //    batches, the batch mean until 2 batches are in), over the rewards' standard deviation, over
-//    the batch size (shaping and risk then do not apply); entropy bonus `entropy` per decision
+//    the batch size (shaping and risk then do not apply, and are refused if given); entropy bonus `entropy` per decision
 //    (over the batch size); self-imitation of the elites whose reward beats the batch mean,
 //    weight imitate · (r − mean)/sd shared among them; one Adam step (`lr`). Portfolio plans and
 //    local moves only feed the elite history.

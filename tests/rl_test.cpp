@@ -436,6 +436,15 @@ TEST_CASE("rl: bad parameters and malformed policy files are refused") {
   refused("rl.local=often", "rl.local");
   refused("rl.local=1.5", "rl.local");
   refused("rl.critic_history=2", "rl.critic_history");
+  // A setting of the baseline not chosen is refused, not ignored; with its own baseline it is taken.
+  refused("rl.baseline=critic,rl.risk=0.5", "rl.risk");
+  refused("rl.baseline=critic,rl.shaping=zscore", "rl.shaping");
+  refused("rl.critic_history=64", "rl.critic_history");
+  for (const char* ok : {"rl.baseline=critic,rl.critic_history=64", "rl.risk=0.5,rl.shaping=zscore"}) {
+    CAPTURE(ok);
+    OptimizerParams p = OptimizerParams::parse(ok, "--param");
+    CHECK_NOTHROW(RlOptimizer(w.context(1, 10, &p)));
+  }
   refused("rl-noattn.lr=0", "rl-noattn.lr");
 
   // rl-noattn reads its own keys and ignores rl's.
