@@ -265,268 +265,323 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
   }
 }
 
-void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const {
-  const ModelSpec& m = model_;
-  const Degrees& d = plan_.deg;
-  const int U = d.unit(), tp = d.tp, A = d.attn_dp;
-  const double h = m.hidden;
-  const double ab = bytes_of(plan_.dtypes.activations), wb = bytes_of(plan_.dtypes.weights);
-  const Dtype math = plan_.dtypes.math();
-  const Lay R = d.sp > 1 ? Lay::Split : Lay::Full;  // residual-stream layout
-
-  prog.clear();
-  prog.rank_gpu = rank_gpu_;
-  Builder b(prog);
-  auto rank = [&](int s, int u) { return s * U + u; };
-
-  // Groups, per stage: TP groups of each attention group, expert-TP groups, the unit (all-to-all).
-  std::vector<std::vector<int>> tp_group(d.pp, std::vector<int>(A)), etp_group(d.pp, std::vector<int>(d.ep));
-  std::vector<int> unit_group(d.pp);
-  for (int s = 0; s < d.pp; ++s) {
-    for (int a = 0; a < A; ++a) {
-      std::vector<int> g;
-      for (int t = 0; t < tp; ++t) g.push_back(rank(s, a * tp + t));
-      tp_group[s][a] = prog.add_group(g);
-    }
-    for (int e = 0; e < d.ep; ++e) {
-      std::vector<int> g;
-      for (int k = 0; k < d.etp; ++k) g.push_back(rank(s, e * d.etp + k));
-      etp_group[s][e] = prog.add_group(g);
-    }
-    std::vector<int> all;
-    for (int u = 0; u < U; ++u) all.push_back(rank(s, u));
-    unit_group[s] = prog.add_group(all);
+// One micro-batch lowered whole: the replica's groups, the batch's routing, then stage by stage
+// the entry (embedding or pipeline receive), each lowered layer's attention block and its dense
+// FFN or MoE block, and on the last stage the LM head. Program order is what list scheduling
+// follows, so the order of the calls below is part of the model.
+class Lowering::WholeStep {
+ public:
+  WholeStep(const Lowering& lo, const ReplicaBatch& batch, StepProgram& prog)
+      : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_)),
+        b_(prog), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp), h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
+        wb_(bytes_of(plan_.dtypes.weights)), math_(plan_.dtypes.math()), R_(d_.sp > 1 ? Lay::Split : Lay::Full),
+        dense_w_(layer_weights_per_gpu(plan_, m_, false)), moe_w_(layer_weights_per_gpu(plan_, m_, true)),
+        v_dim_(m_.attention == AttentionKind::MLA ? m_.v_head_dim : m_.head_dim),
+        o_local_(static_cast<double>(m_.heads) * v_dim_ * h_ / div_of(plan_.shard(Op::AttnOut), tp_)),
+        attn_layout_(plan_.shard(Op::Qkv) == Shard::Replicate ? Lay::Full : Lay::Split), mm_(m_.ffn_matrices) {
+    add_groups();
+    count_tokens();
+    route();
   }
 
-  // Tokens per attention group.
-  std::vector<double> T(A, 0), emit(A, 0);
-  for (int a = 0; a < A && a < static_cast<int>(batch.groups.size()); ++a)
-    for (const auto& sq : batch.groups[static_cast<std::size_t>(a)]) {
-      T[a] += sq.new_tokens;
-      emit[a] += sq.emits ? 1 : 0;
+  void lower() {
+    for (int s = 0; s < d_.pp; ++s) {
+      enter_stage(s);
+      for (const LoweredLayer& lowered : lo_.lowered_[static_cast<std::size_t>(s)]) {
+        const int l = lowered.layer;
+        b_.set_weight(lowered.weight);
+        const bool moe = lo_.moe_index_[static_cast<std::size_t>(l)] >= 0;
+        attention_block(s, l, moe ? moe_w_ : dense_w_);
+        if (moe) moe_block(s, l, moe_w_);
+        else dense_block(s, l);
+      }
+      b_.set_weight(1);
+      if (s == d_.pp - 1) lm_head(s);
     }
+  }
+
+ private:
+  static StepProgram& cleared(StepProgram& p, const std::vector<int>& rank_gpu) {
+    p.clear();
+    p.rank_gpu = rank_gpu;
+    return p;
+  }
+  int rank(int s, int u) const { return s * U_ + u; }
+  const std::vector<int>& tp_ranks(int s, int a) const { return tp_rank_lists_[static_cast<std::size_t>(s)][static_cast<std::size_t>(a)]; }
+  int tp_group(int s, int a) const { return tp_group_[static_cast<std::size_t>(s)][static_cast<std::size_t>(a)]; }
+
+  // Groups, per stage: TP groups of each attention group, expert-TP groups, the unit (all-to-all).
+  void add_groups() {
+    tp_group_.assign(static_cast<std::size_t>(d_.pp), std::vector<int>(static_cast<std::size_t>(A_)));
+    etp_group_.assign(static_cast<std::size_t>(d_.pp), std::vector<int>(static_cast<std::size_t>(d_.ep)));
+    unit_group_.assign(static_cast<std::size_t>(d_.pp), 0);
+    tp_rank_lists_.assign(static_cast<std::size_t>(d_.pp), std::vector<std::vector<int>>(static_cast<std::size_t>(A_)));
+    for (int s = 0; s < d_.pp; ++s) {
+      for (int a = 0; a < A_; ++a) {
+        std::vector<int> g;
+        for (int t = 0; t < tp_; ++t) g.push_back(rank(s, a * tp_ + t));
+        tp_group_[s][a] = prog_.add_group(g);
+      }
+      for (int e = 0; e < d_.ep; ++e) {
+        std::vector<int> g;
+        for (int k = 0; k < d_.etp; ++k) g.push_back(rank(s, e * d_.etp + k));
+        etp_group_[s][e] = prog_.add_group(g);
+      }
+      std::vector<int> all;
+      for (int u = 0; u < U_; ++u) all.push_back(rank(s, u));
+      unit_group_[s] = prog_.add_group(all);
+    }
+    for (int s = 0; s < d_.pp; ++s)
+      for (int a = 0; a < A_; ++a)
+        for (int t = 0; t < tp_; ++t) tp_rank_lists_[s][a].push_back(rank(s, a * tp_ + t));
+  }
+
+  // Tokens per attention group, and the tokens each emits.
+  void count_tokens() {
+    T_.assign(static_cast<std::size_t>(A_), 0);
+    emit_.assign(static_cast<std::size_t>(A_), 0);
+    for (int a = 0; a < A_ && a < static_cast<int>(batch_.groups.size()); ++a)
+      for (const auto& sq : batch_.groups[static_cast<std::size_t>(a)]) {
+        T_[a] += sq.new_tokens;
+        emit_[a] += sq.emits ? 1 : 0;
+      }
+  }
 
   // Routing of every lowered MoE layer (sim/step/batch_routing.hpp). Per-thread scratch: nr dense
   // U×U accumulators (2 MB at U = 128) are zeroed where the last step touched them instead of
-  // being allocated per step. `routing` is empty without routing.
-  thread_local std::vector<LayerRouting> scratch;
-  std::span<LayerRouting> routing;
-  const int nr = static_cast<int>(routed_.size());
-  if (m.is_moe() && routing_ != nullptr && nr > 0) {
+  // being allocated per step. `routing_` stays empty without routing.
+  void route() {
+    thread_local std::vector<LayerRouting> scratch;
+    const int nr = static_cast<int>(lo_.routed_.size());
+    if (!m_.is_moe() || lo_.routing_ == nullptr || nr == 0) return;
     if (scratch.size() < static_cast<std::size_t>(nr)) scratch.resize(static_cast<std::size_t>(nr));
-    routing = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
-    for (LayerRouting& L : routing) L.reset(static_cast<std::size_t>(U), static_cast<std::size_t>(experts_->slots()));
-    BatchRoutingContext ctx{routing_, experts_.get(), routed_, nr == m.num_moe_layers(), tp, d.etp, U};
-    route_batch(ctx, batch, options_.max_routed_tokens_per_seq, routing);
+    routing_ = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
+    for (LayerRouting& L : routing_) L.reset(static_cast<std::size_t>(U_), static_cast<std::size_t>(lo_.experts_->slots()));
+    BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == m_.num_moe_layers(), tp_, d_.etp, U_};
+    route_batch(ctx, batch_, lo_.options_.max_routed_tokens_per_seq, routing_);
   }
-
-  const LayerWeights dense_w = layer_weights_per_gpu(plan_, m, false);
-  const LayerWeights moe_w = layer_weights_per_gpu(plan_, m, true);
-  const bool mla = m.attention == AttentionKind::MLA;
-  const double v_dim = mla ? m.v_head_dim : m.head_dim;
-  const double o_local = static_cast<double>(m.heads) * v_dim * h / div_of(plan_.shard(Op::AttnOut), tp);
-  const Lay attn_layout = plan_.shard(Op::Qkv) == Shard::Replicate ? Lay::Full : Lay::Split;
-  const double mm = m.ffn_matrices;
 
   // A two-matrix FFN (up: (mm−1)·F outputs, down: F → h) on `group` for `tokens`; returns the output layout.
-  auto ffn = [&](int s, int layer, int group, const std::vector<int>& ranks, double tokens, double F, Shard up,
-                 Shard down, int ways, double active_weights_bytes, OpClass cls, OpClass comm_cls, Lay in,
-                 ComputeKind kernel = ComputeKind::Gemm, double rows = -1) -> Lay {
+  Lay ffn(int s, int layer, int group, const std::vector<int>& ranks, double tokens, double F, Shard up, Shard down,
+          int ways, double active_weights_bytes, OpClass cls, OpClass comm_cls, Lay in, ComputeKind kernel = ComputeKind::Gemm,
+          double rows = -1) {
     if (rows < 0) rows = tokens;
     if (tokens <= 0) return in;
-    Lay x = b.convert(in, need_of(up), group, tokens, h, ab, comm_cls, layer, s);
+    const double mm = mm_, h = h_, ab = ab_;
+    Lay x = b_.convert(in, need_of(up), group, tokens, h, ab, comm_cls, layer, s);
     for (int r : ranks)
-      b.compute(r, cls, layer, s, 2 * tokens * h * F * (mm - 1) / div_of(up, ways),
-                active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab, math,
-                kernel, rows);
+      b_.compute(r, cls, layer, s, 2 * tokens * h * F * (mm - 1) / div_of(up, ways),
+                 active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab,
+                 math_, kernel, rows);
     x = out_of(up);
-    double width = x == Lay::Partial ? F * (mm - 1) : F;
-    x = b.convert(x, need_of(down), group, tokens, width, ab, comm_cls, layer, s);
+    const double width = x == Lay::Partial ? F * (mm - 1) : F;
+    b_.convert(x, need_of(down), group, tokens, width, ab, comm_cls, layer, s);
     for (int r : ranks)
-      b.compute(r, cls, layer, s, 2 * tokens * F * h / div_of(down, ways),
-                active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math,
-                kernel, rows);
-    (void)x;
+      b_.compute(r, cls, layer, s, 2 * tokens * F * h / div_of(down, ways),
+                 active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math_, kernel, rows);
     return out_of(down);
-  };
+  }
 
-  auto norm = [&](int s, int layer, int a, double tokens) {
-    double share = R == Lay::Split ? tokens / tp : tokens;
-    for (int t = 0; t < tp; ++t)
-      b.compute(rank(s, a * tp + t), OpClass::Norm, layer, s, 4 * share * h, 2 * share * h * ab + h * 2, Dtype::BF16,
-                ComputeKind::Memory, share);
-  };
+  void norm(int s, int layer, int a, double tokens) {
+    const double share = R_ == Lay::Split ? tokens / tp_ : tokens;
+    for (int t = 0; t < tp_; ++t)
+      b_.compute(rank(s, a * tp_ + t), OpClass::Norm, layer, s, 4 * share * h_, 2 * share * h_ * ab_ + h_ * 2, Dtype::BF16,
+                 ComputeKind::Memory, share);
+  }
 
-  std::vector<std::vector<std::vector<int>>> tp_rank_lists(d.pp, std::vector<std::vector<int>>(A));
-  for (int s = 0; s < d.pp; ++s)
-    for (int a = 0; a < A; ++a)
-      for (int t = 0; t < tp; ++t) tp_rank_lists[s][a].push_back(rank(s, a * tp + t));
-  auto tp_ranks = [&](int s, int a) -> const std::vector<int>& { return tp_rank_lists[s][a]; };
-
-  // Scratch of the MoE layers below, kept across them.
-  std::vector<int> shared_end, expert_ranks;
-  std::vector<Lay> shared_out;
-  std::vector<std::vector<int>> shared_fork;
-  for (int s = 0; s < d.pp; ++s) {
-    // Pipeline receive (or embedding on the first stage).
-    if (s == 0) {
-      for (int a = 0; a < A; ++a) {
-        if (T[a] <= 0) continue;
-        Shard e = plan_.shard(Op::Embed);
+  // Pipeline receive, or the embedding on the first stage.
+  void enter_stage(int s) {
+    for (int a = 0; a < A_; ++a) {
+      if (T_[a] <= 0) continue;
+      if (s == 0) {
+        const Shard e = plan_.shard(Op::Embed);
         for (int r : tp_ranks(s, a))
-          b.compute(r, OpClass::Embedding, -1, s, 0, T[a] * h * (wb / div_of(e, tp) + ab), Dtype::BF16, ComputeKind::Memory,
-                    T[a]);
-        b.convert(out_of(e) == Lay::Split && e == Shard::Vocab ? Lay::Partial : out_of(e), R, tp_group[s][a], T[a], h, ab,
-                  OpClass::TpComm, -1, s);
-      }
-    } else {
-      for (int a = 0; a < A; ++a) {
-        if (T[a] <= 0) continue;
-        for (int t = 0; t < tp; ++t)
-          b.send(rank(s - 1, a * tp + t), rank(s, a * tp + t), -1, s, T[a] * h * ab / tp);
-        b.convert(Lay::Split, R, tp_group[s][a], T[a], h, ab, OpClass::TpComm, -1, s);
-      }
-    }
-
-    for (const LoweredLayer& lowered : lowered_[static_cast<std::size_t>(s)]) {
-      const int l = lowered.layer;
-      b.set_weight(lowered.weight);
-      const bool moe = moe_index_[l] >= 0;
-      const LayerWeights& lw = moe ? moe_w : dense_w;
-      // ---- attention block, per attention group ----
-      for (int a = 0; a < A; ++a) {
-        if (T[a] <= 0) continue;
-        const auto& ranks = tp_ranks(s, a);
-        norm(s, l, a, T[a]);
-        b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-        double qkv_local = lw.attention - o_local;
-        for (int r : ranks)
-          b.compute(r, OpClass::QkvProj, l, s, 2 * T[a] * qkv_local, qkv_local * wb + T[a] * h * ab * 2, math,
-                    ComputeKind::Gemm, T[a]);
-        attention(b, l, s, ranks, batch.groups[static_cast<std::size_t>(a)]);
-        Shard os = plan_.shard(Op::AttnOut);
-        b.convert(attn_layout, need_of(os), tp_group[s][a], T[a], m.heads * v_dim, ab, OpClass::TpComm, l, s);
-        for (int r : ranks)
-          b.compute(r, OpClass::AttnOutProj, l, s, 2 * T[a] * o_local, o_local * wb + T[a] * (m.heads * v_dim / tp + h) * ab,
-                    math, ComputeKind::Gemm, T[a]);
-        b.convert(out_of(os), R, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-      }
-      // ---- FFN block ----
-      if (!moe) {
-        for (int a = 0; a < A; ++a) {
-          if (T[a] <= 0) continue;
-          norm(s, l, a, T[a]);
-          double w_bytes = static_cast<double>(m.dense_ffn_params()) * wb;
-          Lay out = ffn(s, l, tp_group[s][a], tp_ranks(s, a), T[a], static_cast<double>(m.dense_ffn),
-                        plan_.shard(Op::DenseUp), plan_.shard(Op::DenseDown), tp, w_bytes, OpClass::DenseFfn,
-                        OpClass::TpComm, R);
-          b.convert(out, R, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-        }
-        continue;
-      }
-      // MoE: norm and router per attention group; dispatch / experts / combine per unit. The shared
-      // experts fork from the normed input but are issued after the dispatch, so that in program
-      // order (what list scheduling follows) they run while the dispatch all-to-all is in flight,
-      // as serving engines overlap them.
-      shared_end.assign(static_cast<std::size_t>(prog.num_ranks()), -1);
-      shared_out.assign(static_cast<std::size_t>(A), Lay::Full);
-      shared_fork.resize(static_cast<std::size_t>(A));  // Builder state after each group's normed input
-      for (int a = 0; a < A; ++a) {
-        if (T[a] <= 0) continue;
-        const auto& ranks = tp_ranks(s, a);
-        norm(s, l, a, T[a]);
-        b.convert(R, Lay::Full, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-        if (m.shared_experts > 0) shared_fork[a] = b.snapshot();
-        Shard rs = plan_.shard(Op::Router);
-        for (int r : ranks)
-          b.compute(r, OpClass::Router, l, s, 2 * T[a] * h * m.experts / div_of(rs, tp),
-                    lw.router * wb + T[a] * h * ab, Dtype::BF16, ComputeKind::Gemm, T[a]);
-        if (rs == Shard::Column)
-          b.convert(Lay::Split, Lay::Full, tp_group[s][a], T[a], m.experts, 4, OpClass::TpComm, l, s);
-      }
-      // Dispatch: token copies to the EP ranks of their experts (each expert-TP member gets a copy).
-      // With ep = 1 there is no expert parallelism: every rank of the unit is an expert-TP member
-      // of the one EP group, and those in the token's own attention group already hold it (Full
-      // after the router). Only copies to other attention groups move data — expert-TP traffic.
-      const int j = route_slot_[static_cast<std::size_t>(moe_index_[l])];
-      const bool no_ep = d.ep == 1;
-      int disp = -1, comb = -1;
-      double total_bytes = 0, comb_bytes = 0;
-      if (!routing.empty()) {
-        // Without EP, copies inside the token's own attention group move nothing.
-        auto inside = [no_ep, tp](std::uint32_t src, std::uint32_t dst) { return no_ep && src / tp == dst / tp; };
-        disp = static_cast<int>(prog.a2a.size());
-        comb = disp + 1;
-        prog.a2a.resize(prog.a2a.size() + 2);
-        auto there = [&](double copies) { return copies * h * ab; };
-        auto back = [&](double copies) { return copies * h * 2.0 / d.etp; };
-        routing[static_cast<std::size_t>(j)].matrices(static_cast<std::size_t>(U), there, back, inside,
-                                                      prog.a2a[static_cast<std::size_t>(disp)],
-                                                      prog.a2a[static_cast<std::size_t>(comb)], total_bytes, comb_bytes);
-      }
-      b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpDispatch, l, s,
-                   total_bytes / std::max(U, 1), disp);
-      for (int a = 0; a < A && m.shared_experts > 0; ++a) {  // shared experts, beside the dispatch
-        if (T[a] <= 0) continue;
-        const auto& ranks = tp_ranks(s, a);
-        auto after = b.snapshot();
-        b.restore(shared_fork[a]);
-        double F = static_cast<double>(m.shared_expert_ffn) * m.shared_experts;
-        Shard ss = plan_.shard(Op::SharedExpert);
-        shared_out[a] = ffn(s, l, tp_group[s][a], ranks, T[a], F, ss == Shard::Replicate ? Shard::Replicate : Shard::Column,
-                            ss == Shard::Replicate ? Shard::Replicate : Shard::Row, tp, mm * h * F * wb,
-                            OpClass::SharedExperts, OpClass::TpComm, Lay::Full);
-        for (int r : ranks) shared_end[static_cast<std::size_t>(r)] = b.current(r);
-        b.restore(after);
-      }
-      // Experts: each EP rank computes its local slots' real loads.
-      const int per_rank = experts_->slots_per_rank();
-      const double expert_bytes = static_cast<double>(m.expert_params()) * wb;
-      for (int e = 0; e < d.ep; ++e) {
-        double tokens = 0, active = 0;
-        if (!routing.empty()) {
-          const auto& L = routing[static_cast<std::size_t>(j)];
-          for (int x = e * per_rank; x < (e + 1) * per_rank && x < experts_->slots(); ++x) {
-            tokens += L.slot_tokens[static_cast<std::size_t>(x)];
-            active += L.active(static_cast<std::size_t>(x));
-          }
-        }
-        if (tokens <= 0) continue;
-        std::vector<int>& ranks = expert_ranks;
-        ranks.clear();
-        for (int k = 0; k < d.etp; ++k) ranks.push_back(rank(s, e * d.etp + k));
-        Lay out = ffn(s, l, etp_group[s][e], ranks, tokens, static_cast<double>(m.expert_ffn), plan_.shard(Op::ExpertUp),
-                      plan_.shard(Op::ExpertDown), d.etp, active * expert_bytes, OpClass::Experts, OpClass::EtpComm,
-                      Lay::Full, ComputeKind::GroupedGemm, tokens / std::max(active, 1.0));
-        b.convert(out, Lay::Split, etp_group[s][e], tokens, h, ab, OpClass::EtpComm, l, s);
-      }
-      b.collective(CollKind::AllToAll, unit_group[s], no_ep ? OpClass::EtpComm : OpClass::EpCombine, l, s,
-                   comb_bytes / std::max(U, 1), comb);
-      // Merge the shared experts' output, then restore the residual layout.
-      for (int a = 0; a < A; ++a) {
-        if (T[a] <= 0) continue;
-        for (int r : tp_ranks(s, a)) b.join(r, shared_end[static_cast<std::size_t>(r)]);
-        if (m.shared_experts > 0)
-          b.convert(shared_out[a], Lay::Split, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-        b.convert(Lay::Split, R, tp_group[s][a], T[a], h, ab, OpClass::TpComm, l, s);
-      }
-    }
-
-    b.set_weight(1);
-    if (s == d.pp - 1) {
-      for (int a = 0; a < A; ++a) {
-        if (emit[a] <= 0) continue;
-        norm(s, -1, a, emit[a]);
-        b.convert(R, Lay::Full, tp_group[s][a], emit[a], h, ab, OpClass::TpComm, -1, s);
-        Shard hs = plan_.shard(Op::LmHead);
-        for (int r : tp_ranks(s, a))
-          b.compute(r, OpClass::LmHead, -1, s, 2 * emit[a] * h * m.vocab / div_of(hs, tp),
-                    m.vocab * h * wb / div_of(hs, tp) + emit[a] * (h + m.vocab / div_of(hs, tp)) * ab, math,
-                    ComputeKind::Gemm, emit[a]);
-        b.convert(out_of(hs), Lay::Full, tp_group[s][a], emit[a], m.vocab, ab, OpClass::TpComm, -1, s);
+          b_.compute(r, OpClass::Embedding, -1, s, 0, T_[a] * h_ * (wb_ / div_of(e, tp_) + ab_), Dtype::BF16,
+                     ComputeKind::Memory, T_[a]);
+        b_.convert(out_of(e) == Lay::Split && e == Shard::Vocab ? Lay::Partial : out_of(e), R_, tp_group(s, a), T_[a], h_, ab_,
+                   OpClass::TpComm, -1, s);
+      } else {
+        for (int t = 0; t < tp_; ++t) b_.send(rank(s - 1, a * tp_ + t), rank(s, a * tp_ + t), -1, s, T_[a] * h_ * ab_ / tp_);
+        b_.convert(Lay::Split, R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, -1, s);
       }
     }
   }
-}
+
+  // Norm, QKV, core attention, output projection, per attention group.
+  void attention_block(int s, int l, const LayerWeights& lw) {
+    for (int a = 0; a < A_; ++a) {
+      if (T_[a] <= 0) continue;
+      const auto& ranks = tp_ranks(s, a);
+      norm(s, l, a, T_[a]);
+      b_.convert(R_, Lay::Full, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+      const double qkv_local = lw.attention - o_local_;
+      for (int r : ranks)
+        b_.compute(r, OpClass::QkvProj, l, s, 2 * T_[a] * qkv_local, qkv_local * wb_ + T_[a] * h_ * ab_ * 2, math_,
+                   ComputeKind::Gemm, T_[a]);
+      lo_.attention(b_, l, s, ranks, batch_.groups[static_cast<std::size_t>(a)]);
+      const Shard os = plan_.shard(Op::AttnOut);
+      b_.convert(attn_layout_, need_of(os), tp_group(s, a), T_[a], m_.heads * v_dim_, ab_, OpClass::TpComm, l, s);
+      for (int r : ranks)
+        b_.compute(r, OpClass::AttnOutProj, l, s, 2 * T_[a] * o_local_,
+                   o_local_ * wb_ + T_[a] * (m_.heads * v_dim_ / tp_ + h_) * ab_, math_, ComputeKind::Gemm, T_[a]);
+      b_.convert(out_of(os), R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+    }
+  }
+
+  void dense_block(int s, int l) {
+    for (int a = 0; a < A_; ++a) {
+      if (T_[a] <= 0) continue;
+      norm(s, l, a, T_[a]);
+      const double w_bytes = static_cast<double>(m_.dense_ffn_params()) * wb_;
+      const Lay out = ffn(s, l, tp_group(s, a), tp_ranks(s, a), T_[a], static_cast<double>(m_.dense_ffn),
+                          plan_.shard(Op::DenseUp), plan_.shard(Op::DenseDown), tp_, w_bytes, OpClass::DenseFfn, OpClass::TpComm, R_);
+      b_.convert(out, R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+    }
+  }
+
+  // MoE: norm and router per attention group; dispatch / experts / combine per unit. The shared
+  // experts fork from the normed input but are issued after the dispatch, so that in program
+  // order (what list scheduling follows) they run while the dispatch all-to-all is in flight, as
+  // serving engines overlap them.
+  void moe_block(int s, int l, const LayerWeights& lw) {
+    shared_end_.assign(static_cast<std::size_t>(prog_.num_ranks()), -1);
+    shared_out_.assign(static_cast<std::size_t>(A_), Lay::Full);
+    shared_fork_.resize(static_cast<std::size_t>(A_));  // Builder state after each group's normed input
+    router(s, l, lw);
+    const int j = lo_.route_slot_[static_cast<std::size_t>(lo_.moe_index_[static_cast<std::size_t>(l)])];
+    const bool no_ep = d_.ep == 1;
+    int disp = -1, comb = -1;
+    double total_bytes = 0, comb_bytes = 0;
+    if (!routing_.empty()) dispatch_matrices(j, disp, comb, total_bytes, comb_bytes);
+    b_.collective(CollKind::AllToAll, unit_group_[s], no_ep ? OpClass::EtpComm : OpClass::EpDispatch, l, s,
+                  total_bytes / std::max(U_, 1), disp);
+    shared_experts(s, l);
+    routed_experts(s, l, j);
+    b_.collective(CollKind::AllToAll, unit_group_[s], no_ep ? OpClass::EtpComm : OpClass::EpCombine, l, s,
+                  comb_bytes / std::max(U_, 1), comb);
+    // Merge the shared experts' output, then restore the residual layout.
+    for (int a = 0; a < A_; ++a) {
+      if (T_[a] <= 0) continue;
+      for (int r : tp_ranks(s, a)) b_.join(r, shared_end_[static_cast<std::size_t>(r)]);
+      if (m_.shared_experts > 0) b_.convert(shared_out_[a], Lay::Split, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+      b_.convert(Lay::Split, R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+    }
+  }
+
+  void router(int s, int l, const LayerWeights& lw) {
+    for (int a = 0; a < A_; ++a) {
+      if (T_[a] <= 0) continue;
+      norm(s, l, a, T_[a]);
+      b_.convert(R_, Lay::Full, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
+      if (m_.shared_experts > 0) shared_fork_[a] = b_.snapshot();
+      const Shard rs = plan_.shard(Op::Router);
+      for (int r : tp_ranks(s, a))
+        b_.compute(r, OpClass::Router, l, s, 2 * T_[a] * h_ * m_.experts / div_of(rs, tp_), lw.router * wb_ + T_[a] * h_ * ab_,
+                   Dtype::BF16, ComputeKind::Gemm, T_[a]);
+      if (rs == Shard::Column) b_.convert(Lay::Split, Lay::Full, tp_group(s, a), T_[a], m_.experts, 4, OpClass::TpComm, l, s);
+    }
+  }
+
+  // Dispatch and combine matrices of routed layer j: token copies to the EP ranks of their
+  // experts (each expert-TP member gets a copy). With ep = 1 there is no expert parallelism: every
+  // rank of the unit is an expert-TP member of the one EP group, and those in the token's own
+  // attention group already hold it (Full after the router). Only copies to other attention
+  // groups move data — expert-TP traffic.
+  void dispatch_matrices(int j, int& disp, int& comb, double& total_bytes, double& comb_bytes) {
+    const bool no_ep = d_.ep == 1;
+    const int tp = tp_;
+    auto inside = [no_ep, tp](std::uint32_t src, std::uint32_t dst) { return no_ep && src / tp == dst / tp; };
+    disp = static_cast<int>(prog_.a2a.size());
+    comb = disp + 1;
+    prog_.a2a.resize(prog_.a2a.size() + 2);
+    const double h = h_, ab = ab_, etp = d_.etp;
+    auto there = [h, ab](double copies) { return copies * h * ab; };
+    auto back = [h, etp](double copies) { return copies * h * 2.0 / etp; };
+    routing_[static_cast<std::size_t>(j)].matrices(static_cast<std::size_t>(U_), there, back, inside,
+                                                    prog_.a2a[static_cast<std::size_t>(disp)],
+                                                    prog_.a2a[static_cast<std::size_t>(comb)], total_bytes, comb_bytes);
+  }
+
+  // The shared experts, beside the dispatch: from each group's fork, their end kept to join later.
+  void shared_experts(int s, int l) {
+    for (int a = 0; a < A_ && m_.shared_experts > 0; ++a) {
+      if (T_[a] <= 0) continue;
+      const auto& ranks = tp_ranks(s, a);
+      const auto after = b_.snapshot();
+      b_.restore(shared_fork_[a]);
+      const double F = static_cast<double>(m_.shared_expert_ffn) * m_.shared_experts;
+      const Shard ss = plan_.shard(Op::SharedExpert);
+      shared_out_[a] = ffn(s, l, tp_group(s, a), ranks, T_[a], F, ss == Shard::Replicate ? Shard::Replicate : Shard::Column,
+                           ss == Shard::Replicate ? Shard::Replicate : Shard::Row, tp_, mm_ * h_ * F * wb_,
+                           OpClass::SharedExperts, OpClass::TpComm, Lay::Full);
+      for (int r : ranks) shared_end_[static_cast<std::size_t>(r)] = b_.current(r);
+      b_.restore(after);
+    }
+  }
+
+  // Each EP rank computes its local slots' real loads (routed layer j).
+  void routed_experts(int s, int l, int j) {
+    const int per_rank = lo_.experts_->slots_per_rank();
+    const double expert_bytes = static_cast<double>(m_.expert_params()) * wb_;
+    for (int e = 0; e < d_.ep; ++e) {
+      double tokens = 0, active = 0;
+      if (!routing_.empty()) {
+        const auto& L = routing_[static_cast<std::size_t>(j)];
+        for (int x = e * per_rank; x < (e + 1) * per_rank && x < lo_.experts_->slots(); ++x) {
+          tokens += L.slot_tokens[static_cast<std::size_t>(x)];
+          active += L.active(static_cast<std::size_t>(x));
+        }
+      }
+      if (tokens <= 0) continue;
+      expert_ranks_.clear();
+      for (int k = 0; k < d_.etp; ++k) expert_ranks_.push_back(rank(s, e * d_.etp + k));
+      const Lay out = ffn(s, l, etp_group_[s][e], expert_ranks_, tokens, static_cast<double>(m_.expert_ffn),
+                          plan_.shard(Op::ExpertUp), plan_.shard(Op::ExpertDown), d_.etp, active * expert_bytes, OpClass::Experts,
+                          OpClass::EtpComm, Lay::Full, ComputeKind::GroupedGemm, tokens / std::max(active, 1.0));
+      b_.convert(out, Lay::Split, etp_group_[s][e], tokens, h_, ab_, OpClass::EtpComm, l, s);
+    }
+  }
+
+  void lm_head(int s) {
+    for (int a = 0; a < A_; ++a) {
+      if (emit_[a] <= 0) continue;
+      norm(s, -1, a, emit_[a]);
+      b_.convert(R_, Lay::Full, tp_group(s, a), emit_[a], h_, ab_, OpClass::TpComm, -1, s);
+      const Shard hs = plan_.shard(Op::LmHead);
+      for (int r : tp_ranks(s, a))
+        b_.compute(r, OpClass::LmHead, -1, s, 2 * emit_[a] * h_ * m_.vocab / div_of(hs, tp_),
+                   m_.vocab * h_ * wb_ / div_of(hs, tp_) + emit_[a] * (h_ + m_.vocab / div_of(hs, tp_)) * ab_, math_,
+                   ComputeKind::Gemm, emit_[a]);
+      b_.convert(out_of(hs), Lay::Full, tp_group(s, a), emit_[a], m_.vocab, ab_, OpClass::TpComm, -1, s);
+    }
+  }
+
+  const Lowering& lo_;
+  const ModelSpec& m_;
+  const Degrees& d_;
+  const Plan& plan_;
+  const ReplicaBatch& batch_;
+  StepProgram& prog_;
+  Builder b_;
+  const int U_, tp_, A_;
+  const double h_, ab_, wb_;
+  const Dtype math_;
+  const Lay R_;  // residual-stream layout
+  const LayerWeights dense_w_, moe_w_;
+  const double v_dim_, o_local_;
+  const Lay attn_layout_;
+  const double mm_;
+  std::vector<std::vector<int>> tp_group_, etp_group_;
+  std::vector<int> unit_group_;
+  std::vector<std::vector<std::vector<int>>> tp_rank_lists_;
+  std::vector<double> T_, emit_;  // per attention group: new tokens, emitted tokens
+  std::span<LayerRouting> routing_;
+  // Scratch of the MoE layers, kept across them.
+  std::vector<int> shared_end_, expert_ranks_;
+  std::vector<Lay> shared_out_;
+  std::vector<std::vector<int>> shared_fork_;
+};
+
+void Lowering::lower_whole(const ReplicaBatch& batch, StepProgram& prog) const { WholeStep(*this, batch, prog).lower(); }
 
 }  // namespace shardsim

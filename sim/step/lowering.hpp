@@ -98,6 +98,7 @@ class Lowering {
   const ExpertLayout& experts() const { return *experts_; }
 
  private:
+  class WholeStep;  // lowering.cpp: one micro-batch, block by block
   void lower_whole(const ReplicaBatch& batch, StepProgram& out) const;  // one micro-batch
   template <class B>
   void attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const;

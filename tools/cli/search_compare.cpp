@@ -108,93 +108,124 @@ Test test(const std::vector<double>& mine, const std::vector<double>& ref) {
   return {mw.p, a12(mine, ref), mw.exact};
 }
 
-}  // namespace
-
-std::string compare_studies(const std::vector<std::string>& specs, long budget) {
-  if (specs.empty()) throw InputError("search compare", "DIR", "give the arms: study folders, or DIR:OPTIMIZER");
+// Every arm of every argument; the studies checked to be of one problem. `header`: the first's.
+std::vector<Arm> read_all(const std::vector<std::string>& specs, json& header) {
   std::vector<Arm> arms;
-  json first_header;
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    json header;
-    std::vector<Arm> more = read_arms(specs[i], header);
-    if (i == 0) first_header = header;
+    json h;
+    std::vector<Arm> more = read_arms(specs[i], h);
+    if (i == 0) header = h;
     else
-      check_same_problem(first_header, arms[0].journal, header, more[0].journal,
+      check_same_problem(header, arms[0].journal, h, more[0].journal,
                          {"optimizers", "seeds", "budget", "params", "policy_in", "policy_in_digest", "threads"},
                          "compare takes studies of one problem: they may differ in optimizers, seeds, budget, --param and --policy-in");
     arms.insert(arms.end(), more.begin(), more.end());
   }
-  if (arms.size() < 2) throw InputError(arms[0].journal, "/runs", "one arm only: name at least two (DIR:OPTIMIZER, or a study of several optimizers)");
-  long cut = budget > 0 ? budget : std::numeric_limits<long>::max();
-  for (const Arm& a : arms)
-    for (const RunTrace& r : a.runs) cut = std::min(cut, r.budget);
+  if (arms.size() < 2)
+    throw InputError(arms[0].journal, "/runs", "one arm only: name at least two (DIR:OPTIMIZER, or a study of several optimizers)");
+  return arms;
+}
+
+// What the table shows of one arm, at the common budget.
+struct ArmFigures {
+  std::vector<double> bests;    // per run
+  std::vector<double> reach;    // per run: evaluations to the target, cut + 1 when never
+  std::vector<double> reached;  // those that got there
+  Test on_best, on_reach;       // against the reference (p Holm-adjusted)
+};
+
+// The common budget, the best known within it (and where), and every arm's figures.
+struct Comparison {
+  long cut = 0;
   double best_known = 0;
   std::string best_where;
+  std::vector<ArmFigures> arms;
+};
+
+Comparison measure(const std::vector<Arm>& arms, long budget) {
+  Comparison c;
+  c.cut = budget > 0 ? budget : std::numeric_limits<long>::max();
+  for (const Arm& a : arms)
+    for (const RunTrace& r : a.runs) c.cut = std::min(c.cut, r.budget);
   for (const Arm& a : arms)
     for (const RunTrace& r : a.runs)
-      if (r.best_within(cut) > best_known) {
-        best_known = r.best_within(cut);
-        best_where = a.label + ", seed " + std::to_string(r.seed);
+      if (r.best_within(c.cut) > c.best_known) {
+        c.best_known = r.best_within(c.cut);
+        c.best_where = a.label + ", seed " + std::to_string(r.seed);
       }
-  const double target = kTarget * best_known;
-
-  // Per arm: best values, and evaluations to the target (never = cut + 1: later than any that did).
-  std::vector<std::vector<double>> bests(arms.size()), reach(arms.size()), reached(arms.size());
-  for (std::size_t i = 0; i < arms.size(); ++i)
-    for (const RunTrace& r : arms[i].runs) {
-      bests[i].push_back(r.best_within(cut));
-      const long n = r.reaches(target, cut);
-      reach[i].push_back(static_cast<double>(n > 0 ? n : cut + 1));
-      if (n > 0) reached[i].push_back(static_cast<double>(n));
+  const double target = kTarget * c.best_known;
+  for (const Arm& a : arms) {
+    ArmFigures f;
+    for (const RunTrace& r : a.runs) {
+      f.bests.push_back(r.best_within(c.cut));
+      const long n = r.reaches(target, c.cut);
+      f.reach.push_back(static_cast<double>(n > 0 ? n : c.cut + 1));
+      if (n > 0) f.reached.push_back(static_cast<double>(n));
     }
-  std::vector<Test> on_best, on_reach;
+    c.arms.push_back(std::move(f));
+  }
+  auto sooner = [](std::vector<double> v) {  // negated: higher = sooner, so A12 = P(the arm's run is sooner)
+    for (double& x : v) x = -x;
+    return v;
+  };
   std::vector<double> p_best, p_reach;
   for (std::size_t i = 1; i < arms.size(); ++i) {
-    on_best.push_back(test(bests[i], bests[0]));
-    std::vector<double> sooner_mine, sooner_ref;  // negated: higher = sooner, so A12 = P(arm sooner)
-    for (double x : reach[i]) sooner_mine.push_back(-x);
-    for (double x : reach[0]) sooner_ref.push_back(-x);
-    on_reach.push_back(test(sooner_mine, sooner_ref));
-    p_best.push_back(on_best.back().p);
-    p_reach.push_back(on_reach.back().p);
+    ArmFigures& f = c.arms[i];
+    f.on_best = test(f.bests, c.arms[0].bests);
+    f.on_reach = test(sooner(f.reach), sooner(c.arms[0].reach));
+    p_best.push_back(f.on_best.p);
+    p_reach.push_back(f.on_reach.p);
   }
   p_best = holm_adjust(p_best);
   p_reach = holm_adjust(p_reach);
+  for (std::size_t i = 1; i < arms.size(); ++i) {
+    c.arms[i].on_best.p = p_best[i - 1];
+    c.arms[i].on_reach.p = p_reach[i - 1];
+  }
+  return c;
+}
 
-  const json& in = first_header["inputs"];
+std::string test_cells(const Test& t, const char* better, const char* worse) {
+  return formatted("%.3g", t.p) + (t.exact ? "" : " ≈") + " | " + formatted("%.2f", t.a) + " | " + verdict(t.p, t.a, better, worse);
+}
+
+std::string render(const std::vector<Arm>& arms, const Comparison& c, const json& inputs, bool budget_given) {
   std::ostringstream o;
-  o << "# Arms compared: " << in.value("model", std::string("?")) << " on " << in.value("cluster", std::string("?")) << ", objective "
-    << in.value("objective", std::string("?")) << " (larger is better)\n\n"
-    << "Every run cut to " << cut << " evaluations (the smallest budget among them" << (budget > 0 ? " or --budget" : "")
-    << "). Best known within that: " << readable(best_known) << " (" << best_where << "); target " << readable(target)
-    << " (99%). Reference: **" << arms[0].label << "**. Tests: two-sided Mann–Whitney U, p Holm-corrected over the "
-    << "arms; A12 on the best values = the chance that a run of the arm ends above a run of the reference; on the "
-    << "evaluations to 99% = the chance that it gets there sooner (a run that never does counts as later than any that "
-    << "does).\n\n"
+  o << "# Arms compared: " << inputs.value("model", std::string("?")) << " on " << inputs.value("cluster", std::string("?"))
+    << ", objective " << inputs.value("objective", std::string("?")) << " (larger is better)\n\n"
+    << "Every run cut to " << c.cut << " evaluations (the smallest budget among them" << (budget_given ? " or --budget" : "")
+    << "). Best known within that: " << readable(c.best_known) << " (" << c.best_where << "); target "
+    << readable(kTarget * c.best_known) << " (99%). Reference: **" << arms[0].label << "**. Tests: two-sided Mann–Whitney "
+    << "U, p Holm-corrected over the arms; A12 on the best values = the chance that a run of the arm ends above a run of "
+    << "the reference; on the evaluations to 99% = the chance that it gets there sooner (a run that never does counts as "
+    << "later than any that does).\n\n"
     << "| arm | settings | runs | median best [95% CI] | reached 99% | evals to 99% [95% CI] | best: p (Holm) | A12 | "
        "verdict | to 99%: p (Holm) | A12 | verdict |\n"
     << "|---|---|---:|---|---:|---|---:|---:|---|---:|---:|---|\n";
   for (std::size_t i = 0; i < arms.size(); ++i) {
     const Arm& a = arms[i];
-    o << "| " << a.label << " | " << a.settings << " | " << a.runs.size() << " | " << readable(quantile(bests[i], 0.5)) << " "
-      << interval_text(bootstrap_median_interval(bests[i], kBootstrapSeed)) << " | " << reached[i].size() << "/" << a.runs.size()
+    const ArmFigures& f = c.arms[i];
+    o << "| " << a.label << " | " << a.settings << " | " << a.runs.size() << " | " << readable(quantile(f.bests, 0.5)) << " "
+      << interval_text(bootstrap_median_interval(f.bests, kBootstrapSeed)) << " | " << f.reached.size() << "/"
+      << a.runs.size() << " | "
+      << (f.reached.empty() ? "–"
+                            : readable(quantile(f.reached, 0.5)) + " " +
+                                  interval_text(bootstrap_median_interval(f.reached, kBootstrapSeed)))
       << " | "
-      << (reached[i].empty() ? "–"
-                             : readable(quantile(reached[i], 0.5)) + " " +
-                                   interval_text(bootstrap_median_interval(reached[i], kBootstrapSeed)))
-      << " | ";
-    if (i == 0) {
-      o << "– | – | the reference | – | – | the reference |\n";
-      continue;
-    }
-    const Test& b = on_best[i - 1];
-    const Test& r = on_reach[i - 1];
-    o << formatted("%.3g", p_best[i - 1]) << (b.exact ? "" : " ≈") << " | " << formatted("%.2f", b.a) << " | "
-      << verdict(p_best[i - 1], b.a, "ends higher", "ends lower") << " | " << formatted("%.3g", p_reach[i - 1])
-      << (r.exact ? "" : " ≈") << " | " << formatted("%.2f", r.a) << " | " << verdict(p_reach[i - 1], r.a, "sooner", "later")
+      << (i == 0 ? "– | – | the reference | – | – | the reference"
+                 : test_cells(f.on_best, "ends higher", "ends lower") + " | " + test_cells(f.on_reach, "sooner", "later"))
       << " |\n";
   }
   return o.str();
+}
+
+}  // namespace
+
+std::string compare_studies(const std::vector<std::string>& specs, long budget) {
+  if (specs.empty()) throw InputError("search compare", "DIR", "give the arms: study folders, or DIR:OPTIMIZER");
+  json header;
+  const std::vector<Arm> arms = read_all(specs, header);
+  return render(arms, measure(arms, budget), header["inputs"], budget > 0);
 }
 
 }  // namespace shardsim::cli
