@@ -76,6 +76,7 @@ std::vector<Arm> read_arms(const std::string& spec, json& header) {
     // A run's budget is the study's unless it records its own; deterministic runs cut nothing.
     long b = runs[i]["budget"].get<long>();
     if (b <= 0) b = c.header["inputs"].value("budget", 0L);
+    if (b <= 0) b = static_cast<long>(c.runs[i].size());  // no budget recorded: what the run did
     if (deterministic(o)) b = std::numeric_limits<long>::max();
     RunTrace t{runs[i]["seed"].get<std::uint64_t>(), b, {}};
     double best = -std::numeric_limits<double>::infinity();
