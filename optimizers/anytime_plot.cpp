@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/readable_number.hpp"
+#include "optimizers/optimizer.hpp"
 #include "optimizers/statistics.hpp"
 
 namespace shardsim {
@@ -14,7 +15,7 @@ namespace {
 
 std::string num(double x) { return formatted("%.8g", x); }
 
-bool plotted(const std::string& optimizer) { return optimizer != "megatron" && optimizer != "exhaustive"; }
+bool plotted(const std::string& optimizer) { return !runs_once(optimizer); }
 
 // At most ~400 evaluation indices (1-based), always the first and the last.
 std::vector<long> sample_points(long length) {

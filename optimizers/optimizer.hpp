@@ -115,6 +115,8 @@ class BudgetedOptimizer {
 
 // The registered optimizer names, in registry order.
 std::vector<std::string> optimizer_names();
+// megatron and exhaustive: deterministic, one run whatever --seeds says, never a test's reference.
+bool runs_once(const std::string& optimizer);
 // Builds `name` (throws InputError("--optimizers", name, …) when unknown, or naming a bad
 // parameter). Unread parameters of `name` are refused too.
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const OptimizerContext& ctx);

@@ -36,6 +36,8 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
 
 }  // namespace
 
+bool runs_once(const std::string& optimizer) { return optimizer == "megatron" || optimizer == "exhaustive"; }
+
 std::vector<std::string> optimizer_names() {
   std::vector<std::string> out;
   for (const auto& [name, f] : registry()) out.push_back(name);

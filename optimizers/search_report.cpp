@@ -11,6 +11,7 @@
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/anytime_plot.hpp"
+#include "optimizers/optimizer.hpp"
 #include "optimizers/statistics.hpp"
 
 namespace shardsim {
@@ -93,14 +94,13 @@ long evals_to_reach(const std::vector<double>& anytime, double target) {
 
 namespace {
 
-bool deterministic(const std::string& optimizer) { return optimizer == "megatron" || optimizer == "exhaustive"; }
 
 // The optimizer the others are tested against: the one asked for, else rl, else the first with seeds.
 std::string reference_of(const std::vector<std::string>& order, const std::string& asked) {
   if (!asked.empty()) return asked;
   if (std::find(order.begin(), order.end(), "rl") != order.end()) return "rl";
   for (const auto& n : order)
-    if (!deterministic(n)) return n;
+    if (!runs_once(n)) return n;
   return "";
 }
 
@@ -112,7 +112,7 @@ void test_against_reference(SearchReport& rep, const std::map<std::string, std::
   std::vector<OptimizerSummary*> tested;
   std::vector<double> p;
   for (auto& s : rep.optimizers) {
-    if (s.optimizer == rep.reference || deterministic(s.optimizer)) continue;
+    if (s.optimizer == rep.reference || runs_once(s.optimizer)) continue;
     const std::vector<double>& mine = bests.at(s.optimizer);
     const MannWhitney mw = mann_whitney(mine, ref->second);
     s.test = {true, mw.u, mw.p, mw.p, a12(mine, ref->second), mw.exact};
@@ -174,9 +174,9 @@ SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGe
   return rep;
 }
 
-namespace {
-
 std::string interval_text(const Interval& i) { return "[" + readable(i.lo) + ", " + readable(i.hi) + "]"; }
+
+namespace {
 
 // The statistics table: intervals, success rates, and each stochastic optimizer against the reference.
 std::string statistics_markdown(const SearchReport& rep) {

@@ -58,6 +58,8 @@ struct SearchReport {
 
 // -1 when never reached.
 long evals_to_reach(const std::vector<double>& anytime, double target);
+// "[lo, hi]" of a bootstrap interval, as the reports print it.
+std::string interval_text(const Interval& i);
 // `reference`: the optimizer to test the others against ("" = rl if it ran, else the first
 // stochastic one); `seed` seeds the bootstrap intervals.
 SearchReport summarize_search(const SearchOutcome& out, const std::vector<RuleGenes>& rules, const SearchSpace& space,

@@ -43,7 +43,6 @@ double ring(CollKind kind, double p, double bytes, Hop h) {
   return steps * (h.alpha + bytes / (p * h.bw));
 }
 
-
 double hierarchical(const Cluster& c, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
                     const CollectiveModel& m) {
   const double n = static_cast<double>(domains.size());

@@ -498,7 +498,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   if (names.empty()) throw InputError("--optimizers", opt.optimizers, "no optimizer named");
   OptimizerParams params = make_params(opt, names);
   if (!opt.reference.empty() && (std::find(names.begin(), names.end(), opt.reference) == names.end() ||
-                                 opt.reference == "megatron" || opt.reference == "exhaustive"))
+                                 runs_once(opt.reference)))
     throw InputError("--reference", opt.reference, "expected one of the stochastic optimizers in --optimizers (" + opt.optimizers + ")");
   std::vector<RuleGenes> rules = portfolio_genes(space);
   std::vector<SearchRun> runs = make_runs(names, rules, space, parse_seeds(opt.seeds));

@@ -9,6 +9,8 @@
 #include "common/input_error.hpp"
 #include "common/readable_number.hpp"
 #include "optimizers/journal.hpp"
+#include "optimizers/optimizer.hpp"
+#include "optimizers/search_report.hpp"
 #include "optimizers/statistics.hpp"
 #include "tools/cli/search_merge.hpp"
 
@@ -19,22 +21,13 @@ namespace {
 constexpr double kTarget = 0.99;         // of the best known
 constexpr std::uint64_t kBootstrapSeed = 1;
 
-// One run: its budget and its best feasible objective after each evaluation (−∞ before any).
+// One run: its budget and its best feasible objective after each evaluation (0 before any, as
+// the report's anytime curves), cut to the comparison's budget once it is known.
 struct RunTrace {
   std::uint64_t seed = 0;
   long budget = 0;
   std::vector<double> anytime;
-  double best_within(long n) const {
-    if (anytime.empty() || n <= 0) return 0;
-    const double b = anytime[static_cast<std::size_t>(std::min<long>(n, static_cast<long>(anytime.size())) - 1)];
-    return b > -std::numeric_limits<double>::infinity() ? b : 0;
-  }
-  // The first evaluation (1-based, within n) whose best reaches `target`; 0 when none does.
-  long reaches(double target, long n) const {
-    for (long i = 0; i < std::min<long>(n, static_cast<long>(anytime.size())); ++i)
-      if (anytime[static_cast<std::size_t>(i)] >= target) return i + 1;
-    return 0;
-  }
+  double best() const { return anytime.empty() ? 0 : anytime.back(); }
 };
 
 struct Arm {
@@ -42,7 +35,6 @@ struct Arm {
   std::vector<RunTrace> runs;
 };
 
-bool deterministic(const std::string& o) { return o == "megatron" || o == "exhaustive"; }
 
 // What sets the arm apart: its --policy-in and --param, or "defaults".
 std::string settings_of(const json& inputs) {
@@ -69,7 +61,7 @@ std::vector<Arm> read_arms(const std::string& spec, json& header) {
   const json& runs = c.header["runs"];
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string o = runs[i]["optimizer"].get<std::string>();
-    if (only.empty() ? deterministic(o) : o != only) continue;
+    if (only.empty() ? runs_once(o) : o != only) continue;
     const std::string label = o + " @ " + (name.empty() ? dir : name);
     auto arm = std::find_if(arms.begin(), arms.end(), [&](const Arm& x) { return x.label == label; });
     if (arm == arms.end()) arm = arms.insert(arms.end(), Arm{label, settings, journal, {}});
@@ -77,9 +69,9 @@ std::vector<Arm> read_arms(const std::string& spec, json& header) {
     long b = runs[i]["budget"].get<long>();
     if (b <= 0) b = c.header["inputs"].value("budget", 0L);
     if (b <= 0) b = static_cast<long>(c.runs[i].size());  // no budget recorded: what the run did
-    if (deterministic(o)) b = std::numeric_limits<long>::max();
+    if (runs_once(o)) b = std::numeric_limits<long>::max();
     RunTrace t{runs[i]["seed"].get<std::uint64_t>(), b, {}};
-    double best = -std::numeric_limits<double>::infinity();
+    double best = 0;
     for (const ReplayEval& e : c.runs[i]) {
       if (e.eval.score.feasible && !e.eval.score.failed) best = std::max(best, e.eval.score.objective);
       t.anytime.push_back(best);
@@ -90,8 +82,6 @@ std::vector<Arm> read_arms(const std::string& spec, json& header) {
     throw InputError(journal, "/runs", only.empty() ? "no stochastic optimizer's runs to compare" : "no run of optimizer \"" + only + "\"");
   return arms;
 }
-
-std::string interval_text(const Interval& i) { return "[" + readable(i.lo) + ", " + readable(i.hi) + "]"; }
 
 std::string verdict(double p, double a, const char* better, const char* worse) {
   if (p >= 0.05) return "no significant difference";
@@ -143,23 +133,26 @@ struct Comparison {
   std::vector<ArmFigures> arms;
 };
 
-Comparison measure(const std::vector<Arm>& arms, long budget) {
+// Every run cut to the smallest budget among them (or `budget`, if smaller), then measured.
+Comparison measure(std::vector<Arm>& arms, long budget) {
   Comparison c;
   c.cut = budget > 0 ? budget : std::numeric_limits<long>::max();
   for (const Arm& a : arms)
     for (const RunTrace& r : a.runs) c.cut = std::min(c.cut, r.budget);
-  for (const Arm& a : arms)
-    for (const RunTrace& r : a.runs)
-      if (r.best_within(c.cut) > c.best_known) {
-        c.best_known = r.best_within(c.cut);
+  for (Arm& a : arms)
+    for (RunTrace& r : a.runs) {
+      if (static_cast<long>(r.anytime.size()) > c.cut) r.anytime.resize(static_cast<std::size_t>(c.cut));
+      if (r.best() > c.best_known) {
+        c.best_known = r.best();
         c.best_where = a.label + ", seed " + std::to_string(r.seed);
       }
+    }
   const double target = kTarget * c.best_known;
   for (const Arm& a : arms) {
     ArmFigures f;
     for (const RunTrace& r : a.runs) {
-      f.bests.push_back(r.best_within(c.cut));
-      const long n = r.reaches(target, c.cut);
+      f.bests.push_back(r.best());
+      const long n = evals_to_reach(r.anytime, target);
       f.reach.push_back(static_cast<double>(n > 0 ? n : c.cut + 1));
       if (n > 0) f.reached.push_back(static_cast<double>(n));
     }
@@ -225,8 +218,9 @@ std::string render(const std::vector<Arm>& arms, const Comparison& c, const json
 std::string compare_studies(const std::vector<std::string>& specs, long budget) {
   if (specs.empty()) throw InputError("search compare", "DIR", "give the arms: study folders, or DIR:OPTIMIZER");
   json header;
-  const std::vector<Arm> arms = read_all(specs, header);
-  return render(arms, measure(arms, budget), header["inputs"], budget > 0);
+  std::vector<Arm> arms = read_all(specs, header);
+  const Comparison c = measure(arms, budget);
+  return render(arms, c, header["inputs"], budget > 0);
 }
 
 }  // namespace shardsim::cli

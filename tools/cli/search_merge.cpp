@@ -70,7 +70,6 @@ int rank_of(const std::string& optimizer) {
   return it == names.end() ? static_cast<int>(names.size()) : static_cast<int>(it - names.begin());
 }
 
-bool deterministic(const std::string& o) { return o == "megatron" || o == "exhaustive"; }
 
 // The union of the studies' runs in canonical order, each once.
 std::vector<RunRef> union_of(const std::vector<Study>& studies) {
@@ -110,7 +109,7 @@ std::pair<std::string, std::string> options_for(const std::vector<RunRef>& runs,
   std::vector<std::uint64_t> common;
   for (const auto& n : names) {
     optimizers += (optimizers.empty() ? "" : ",") + n;
-    if (deterministic(n)) continue;
+    if (runs_once(n)) continue;
     const auto& s = seeds[n];
     const bool contiguous = s.back() - s.front() + 1 == s.size();
     if (!contiguous || (!common.empty() && s != common))
