@@ -99,19 +99,6 @@ int TaskGraph::flow(int op, int src, int dst, double bytes, double delay) {
   return add_task(TaskKind::Flow, op, delay < 0 ? r.latency + coll_.step_overhead : delay, b, src, dst);
 }
 
-// Analytic per-step cost of a hop (collective_cost.cpp's hop()): α and effective bandwidth.
-std::pair<double, double> TaskGraph::hop(int a, int b) const {
-  const Route r = cluster_.route(a, b);
-  const auto& eff = cluster_.collective_efficiency();
-  return {r.latency + coll_.step_overhead, r.bottleneck_bw * (r.nvlink_only ? eff.nvlink : eff.network)};
-}
-
-double TaskGraph::ring_alpha(const std::vector<int>& m) const {
-  double a = 0;
-  for (std::size_t i = 0; i < m.size(); ++i) a = std::max(a, hop(m[i], m[(i + 1) % m.size()]).first);
-  return a;
-}
-
 // Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes. Flow (i, k) goes from m[i]
 // to m[i+1] after flow (i, k−1) (its own previous send) and flow (i−1, k−1) (the chunk it forwards).
 // Alone, each step takes the ring's slowest hop α + chunk / B: the analytic ring formula.
@@ -162,9 +149,9 @@ void TaskGraph::tree(int op, const std::vector<int>& m, double bytes, int from, 
   const int p = static_cast<int>(m.size());
   double alpha = 0, bw = 1e300;
   for (int i = 1; i < p; ++i) {
-    auto [a, b] = hop(m[0], m[static_cast<std::size_t>(i)]);
-    alpha = std::max(alpha, a);
-    bw = std::min(bw, b);
+    const Hop h = hop(cluster_, m[0], m[static_cast<std::size_t>(i)], coll_);
+    alpha = std::max(alpha, h.alpha);
+    bw = std::min(bw, h.bw);
   }
   const int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(p))));
   auto sized = [&](int a, int b) {
@@ -191,7 +178,7 @@ void TaskGraph::tree(int op, const std::vector<int>& m, double bytes, int from, 
 // formula's time while it loads the GPU's real NVLink ports.
 void TaskGraph::nvls(int op, const std::vector<int>& m, double bytes, int from, int to) {
   const std::size_t p = m.size();
-  const double alpha = hop(m[0], m[1]).first;
+  const double alpha = hop(cluster_, m[0], m[1], coll_).alpha;
   const double busbw = coll_.nvls_busbw_fraction * cluster_.gpu().nvlink_bw;
   const double per_rank = static_cast<double>(p - 1) / static_cast<double>(p) * bytes;
   std::vector<std::pair<int, int>> pairs;
@@ -229,12 +216,12 @@ void TaskGraph::hierarchical(int op, CollKind kind, const std::vector<std::vecto
       add_edge(from, intra_done);
       continue;
     }
-    intra_alpha = std::max(intra_alpha, phases * (p - 1) * ring_alpha(d));
+    intra_alpha = std::max(intra_alpha, phases * (p - 1) * ring_hop(cluster_, d, coll_).alpha);
     ring(op, d, phases * (p - 1), bytes / p, from, intra_done);
   }
   std::vector<int> rail0;
   for (const auto& d : domains) rail0.push_back(d.front());
-  const int drain = add_task(TaskKind::Delay, op, steps * ring_alpha(rail0));
+  const int drain = add_task(TaskKind::Delay, op, steps * ring_hop(cluster_, rail0, coll_).alpha);
   add_between(intra_done, drain, to);
   const int fill = add_task(TaskKind::Delay, op, intra_alpha);
   add_edge(from, fill);

@@ -66,8 +66,6 @@ class TaskGraph {
   void add_edge(int a, int b);
   void add_between(int from, int t, int to);  // from → t → to, or from → to when t < 0
   int flow(int op, int src, int dst, double bytes, double delay = -1);
-  std::pair<double, double> hop(int a, int b) const;
-  double ring_alpha(const std::vector<int>& m) const;
 
   void ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to);
   template <class Bytes>

@@ -11,13 +11,6 @@
 
 namespace shardsim {
 
-namespace {
-
-struct Hop {
-  double alpha = 0;  // seconds per algorithm step
-  double bw = 0;     // effective bytes/s
-};
-
 Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m) {
   if (a == b) return {0, 1e30};
   Route r = c.route(a, b);
@@ -25,7 +18,6 @@ Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m) {
   return {r.latency + m.step_overhead, r.bottleneck_bw * (r.nvlink_only ? eff.nvlink : eff.network)};
 }
 
-// The slowest hop of a ring through `gpus` in the given order.
 Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m) {
   Hop worst{0, 1e30};
   const std::size_t p = gpus.size();
@@ -36,6 +28,8 @@ Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveMod
   }
   return worst;
 }
+
+namespace {
 
 double ring(CollKind kind, double p, double bytes, Hop h) {
   if (p <= 1) return 0;

@@ -61,6 +61,15 @@ struct CollectiveTime {
 // Ring/tree bandwidth fraction of a group of p GPUs inside one NVLink domain (1 for p ≥ 5 or
 // for groups spanning domains). Both executors divide the ring/tree bytes by it.
 double small_group_fraction(int p, bool one_domain, const CollectiveModel& m);
+// One algorithm step between GPUs a and b as the formulas price it: α (route latency + the
+// per-step overhead) and the effective bandwidth (route bottleneck × the link class's efficiency).
+struct Hop {
+  double alpha = 0;  // seconds per algorithm step
+  double bw = 0;     // effective bytes/s
+};
+Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m);
+// The slowest hop of a ring through `gpus` in the given order (its largest α, smallest bandwidth).
+Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m);
 // `gpus` grouped by NVLink domain, domains in order of first appearance.
 std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus);
 // Fixed cost of one call of `kind`.
