@@ -158,6 +158,12 @@ static std::vector<double> score_plans(const ModelSpec& m, const Cluster& c, con
                                        const RoutingSource* routing, const std::vector<std::string>& texts, bool offline) {
   AnalyticExecutor ex(c);
   std::vector<double> ms;
+  if (routing != nullptr) {  // once per routing source, shared by every plan scored with it: timed apart
+    auto t0 = std::chrono::steady_clock::now();
+    routing->pick_shares();
+    std::printf("routing source's population shares (RoutingSource::pick_shares, once per source): %.1f ms\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   std::printf("%-38s %9s %9s %9s %9s %10s %13s\n", "plan", "wall ms", "steps", "executed", "w/chunks", "forwarded",
               "output tok/s");
   for (const auto& text : texts) {
