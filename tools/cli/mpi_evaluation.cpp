@@ -239,6 +239,33 @@ Evaluation MpiEvaluator::evaluate_detailed(const Plan& plan) const {
   return e;
 }
 
+namespace {
+
+// Drops the posted sends (job, request) that have completed: their buffers may go.
+template <class Posted>
+void complete_sends(Posted& posted) {
+  std::erase_if(posted, [](auto& p) {
+    int done = 0;
+    MPI_Test(&p.second, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+// Drops the posted sends to a lost rank: they may never complete, so their jobs (which own the
+// buffers) are kept for the life of the process and the requests are never touched again.
+template <class Posted>
+void forget_sends_to_lost(Posted& posted, const std::vector<char>& lost) {
+  using Job = typename Posted::value_type::first_type;
+  static auto* kept = new std::vector<Job>;  // deliberately never freed
+  std::erase_if(posted, [&](const auto& p) {
+    if (!lost[static_cast<std::size_t>(p.first->rank)]) return false;
+    kept->push_back(p.first);
+    return true;
+  });
+}
+
+}  // namespace
+
 // A rank not heard from for rank_timeout_: lost. Its in-flight evaluations fail, it gets no more
 // (called with mu_ held; the promises are kept in `failed` and set outside the lock).
 void MpiEvaluator::lose_silent_ranks(std::vector<std::shared_ptr<Job>>& failed) {
@@ -264,6 +291,9 @@ void MpiEvaluator::dispatch() {
     last_heard_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::chrono::steady_clock::now();
   }
   ready_.set_value();
+  // Jobs are posted without blocking: a blocking send to a rank that died can wait forever (a plan
+  // larger than the eager limit needs the receiver), and then no rank is ever found lost.
+  std::vector<std::pair<std::shared_ptr<Job>, MPI_Request>> posted;
   for (;;) {
     std::deque<std::shared_ptr<Job>> out;
     std::vector<std::shared_ptr<Job>> failed;
@@ -271,6 +301,7 @@ void MpiEvaluator::dispatch() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       lose_silent_ranks(failed);
+      forget_sends_to_lost(posted, lost_);
       out.swap(outbox_);
       idle = inflight_.empty() && out.empty();
       if (idle && stop_ && failed.empty()) break;
@@ -282,7 +313,12 @@ void MpiEvaluator::dispatch() {
       e.score.reason = "MPI rank " + std::to_string(j->rank) + " stopped answering (it died or hung): its evaluations in flight failed";
       j->done.set_value(e);
     }
-    for (const auto& j : out) send(j->plan, j->rank, kJob);
+    for (const auto& j : out) {
+      posted.emplace_back(j, MPI_REQUEST_NULL);
+      MPI_Isend(j->plan.data(), static_cast<int>(j->plan.size()), MPI_CHAR, j->rank, kJob, MPI_COMM_WORLD,
+                &posted.back().second);
+    }
+    complete_sends(posted);
     int flag = 0;
     MPI_Status st;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
@@ -308,6 +344,7 @@ void MpiEvaluator::dispatch() {
     }
     job->done.set_value(job->result);
   }
+  for (auto& p : posted) MPI_Wait(&p.second, MPI_STATUS_IGNORE);  // answered, so delivered
   const bool finalize = lost_ranks().empty();
   for (int r = 1; r < ranks_; ++r)
     if (!lost_[static_cast<std::size_t>(r)]) send(json{{"finalize", finalize}}.dump(), r, kStop);
