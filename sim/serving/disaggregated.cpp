@@ -42,6 +42,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   }
   a.link_traffic = a.link_traffic || b.link_traffic;
   a.layers_lowered = std::max(a.layers_lowered, b.layers_lowered);
+  a.large_layers_lowered = std::max(a.large_layers_lowered, b.large_layers_lowered);
   a.model_layers = std::max(a.model_layers, b.model_layers);
   a.peak_seqs = std::max(a.peak_seqs, b.peak_seqs);
   a.preemptions += b.preemptions;

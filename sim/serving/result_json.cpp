@@ -193,6 +193,10 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
     approx.push_back("layers folded: " + std::to_string(b.layers_lowered) + " of " + std::to_string(b.model_layers) +
                      " lowered per replica step (MoE layers onto about " + std::to_string(o.fold_moe_layers) +
                      " routed representatives, at least one per stage)");
+  if (b.large_layers_lowered < b.layers_lowered)
+    approx.push_back("steps routing at least 32 tokens per layer: " + std::to_string(b.large_layers_lowered) +
+                     " layers lowered (MoE layers onto about " + std::to_string(o.fold_moe_layers_large) +
+                     " representatives, at least two per stage)");
   if (o.routed_tokens_per_seq > 0)
     approx.push_back("routing: up to " + std::to_string(o.routed_tokens_per_seq) +
                      " tokens of each prompt chunk routed per step, the rest taken as their expected routing");
@@ -206,6 +210,7 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
           {"interpolated_steps", b.interpolated_steps},
           {"interpolated_mixed_steps", b.interpolated_mixed_steps},
           {"layers_lowered", b.layers_lowered},
+          {"large_layers_lowered", b.large_layers_lowered},
           {"model_layers", b.model_layers},
           {"approximations", approx}};
 }
@@ -218,6 +223,7 @@ std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o)
   if (b.interpolated_steps > 0) s << ", " << b.interpolated_steps << " shapes interpolated";
   if (b.interpolated_mixed_steps > 0) s << ", " << b.interpolated_mixed_steps << " mixed shapes interpolated";
   s << "; " << b.layers_lowered << " of " << b.model_layers << " layers lowered";
+  if (b.large_layers_lowered < b.layers_lowered) s << " (" << b.large_layers_lowered << " in steps routing 32+ tokens per layer)";
   if (o.shape_buckets_per_octave > 0) s << "; steps memoised by shape (" << o.shape_buckets_per_octave << " buckets/octave)";
   return s.str();
 }

@@ -97,9 +97,9 @@ class ReplicaSim {
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
              const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
       : replica_(replica), eng_(plan.engine),
-        lowering_(plan, model, cluster, routing, replica, folded(opt, experts)),
+        lowering_(plan, model, cluster, routing, replica, folded(opt, experts, opt.fold_moe_layers)),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
-                      ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, false))
+                      ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))
                       : nullptr),
         links_(opt.link_traffic ? std::make_unique<LinkTrafficCounter>(cluster) : nullptr),
         ex_(ex),
@@ -114,6 +114,12 @@ class ReplicaSim {
     int lowered = 0;
     for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
     out_.breakdown.layers_lowered = lowered;
+    out_.breakdown.large_layers_lowered = lowered;
+    if (large_fold(opt, plan) < opt.fold_moe_layers) {
+      large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large_fold(opt, plan)));
+      out_.breakdown.large_layers_lowered = 0;
+      for (const auto& stage : large_->lowered_layers()) out_.breakdown.large_layers_lowered += static_cast<int>(stage.size());
+    }
     out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
   }
@@ -567,7 +573,7 @@ class ReplicaSim {
 
   StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
     auto execute = [&] {
-      (record && unfolded_ ? *unfolded_ : lowering_).lower(batch, program_);
+      lowering_for(batch, record).lower(batch, program_);
       StepTiming t = ex_.run(program_, record ? &events : nullptr);
       if (!eng_.cuda_graphs) t.kernels = kernels_per_step(program_);  // only launches need it
       if (links_) {
@@ -625,9 +631,37 @@ class ReplicaSim {
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
   }
 
-  static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, bool fold = true) {
+  // The Lowering an executed step uses: timeline steps every layer; steps that route kManyTokens
+  // or more at each layer fewer representatives (ServingOptions::fold_moe_layers_large); the
+  // rest the run's.
+  const Lowering& lowering_for(const ReplicaBatch& batch, bool record) const {
+    if (record && unfolded_) return *unfolded_;
+    if (large_ && routed_tokens(batch) >= kManyTokens) return *large_;
+    return lowering_;
+  }
+
+  // Tokens routed at each lowered MoE layer from which a step counts as routing many: a prompt
+  // chunk's window (ServingOptions::routed_tokens_per_seq, by default), or as many decode tokens.
+  static constexpr int kManyTokens = 32;
+  // Tokens of `batch` routed at each lowered MoE layer: each sequence's up to its window.
+  int routed_tokens(const ReplicaBatch& batch) const {
+    const int window = opt_.routed_tokens_per_seq > 0 ? opt_.routed_tokens_per_seq : kManyTokens;
+    int n = 0;
+    for (const auto& g : batch.groups)
+      for (const auto& w : g) n += std::min(w.new_tokens, window);
+    return n;
+  }
+
+  // MoE representatives of a step routing many tokens (ServingOptions::fold_moe_layers_large): at
+  // least two per pipeline stage, and never more than the run's.
+  static int large_fold(const ServingOptions& o, const Plan& plan) {
+    if (o.fold_moe_layers <= 0 || o.fold_moe_layers_large <= 0) return o.fold_moe_layers;
+    return std::min(o.fold_moe_layers, std::max(o.fold_moe_layers_large, 2 * plan.deg.pp));
+  }
+
+  static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, int fold) {
     LoweringOptions lo;
-    lo.fold_moe_layers = fold ? o.fold_moe_layers : 0;
+    lo.fold_moe_layers = fold;
     lo.max_routed_tokens_per_seq = o.routed_tokens_per_seq;
     lo.experts = experts;
     return lo;
@@ -637,6 +671,7 @@ class ReplicaSim {
   const EngineSettings& eng_;
   Lowering lowering_;
   std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
+  std::unique_ptr<Lowering> large_;  // steps routing many tokens, when they fold further
   std::unique_ptr<LinkTrafficCounter> links_;  // ServingOptions::link_traffic
   const StepExecutor& ex_;
   const ServingOptions& opt_;

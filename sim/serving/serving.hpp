@@ -96,6 +96,11 @@ struct ServingOptions {
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
   // 0 lowers every layer. Timeline steps are never folded.
   int fold_moe_layers = 16;
+  // Steps that route at least 32 tokens at each MoE layer (a prompt chunk's window, or as many
+  // decode tokens) fold onto this many (at least two per stage, at most the above; 0 = the
+  // above): each layer's routing sample of such a step is steadier by √tokens than that of a
+  // decode step of a few tokens, which the above is sized for (docs/performance.md).
+  int fold_moe_layers_large = 8;
   // Tokens of a prompt chunk routed per step (LoweringOptions::max_routed_tokens_per_seq, sim/step/batch_routing.hpp); the
   // rest are estimated from them. 0 routes every token (the exact path).
   int routed_tokens_per_seq = 32;
@@ -116,6 +121,7 @@ struct ServingOptions {
   void set_exact() {
     shape_buckets_per_octave = 0;
     fold_moe_layers = 0;
+    fold_moe_layers_large = 0;
     routed_tokens_per_seq = 0;
     fast_forward = false;
     interpolate_context = false;
@@ -178,6 +184,7 @@ struct ServingBreakdown {
   long interpolated_steps = 0;                    // decode shapes timed from their family (none executed)
   long interpolated_mixed_steps = 0;              // mixed shapes timed by interpolation along tokens
   int layers_lowered = 0, model_layers = 0;       // per replica: layers in a step program / in the model
+  int large_layers_lowered = 0;                   // per replica: in a step routing many tokens (fold_moe_layers_large)
   int peak_seqs = 0;                              // most sequences ever running in one attention group
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)
   long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)

@@ -56,6 +56,10 @@ std::shared_ptr<const ExpertLayout> expert_layout_for(const Plan& plan, const Mo
   return std::make_shared<const ExpertLayout>(model.experts, plan.deg.ep);
 }
 
+bool Lowering::two_batch_overlap() const {
+  return plan_.engine.two_batch_overlap && plan_.deg.ep > 1 && model_.is_moe();
+}
+
 std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int model_moe_layers) const {
   std::vector<LoweredLayer> out;
   const auto& only = options_.only_layers;
@@ -68,11 +72,23 @@ std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int m
   for (int l = range.first; l < range.last; ++l) (moe_index_[static_cast<std::size_t>(l)] >= 0 ? moe : dense).push_back(l);
   if (!dense.empty()) out.push_back({dense.front(), static_cast<double>(dense.size())});
   // The model's representatives shared out by the stages' MoE layers, at least one per stage.
+  const auto share = static_cast<std::size_t>(
+      std::lround(static_cast<double>(options_.fold_moe_layers) * static_cast<double>(moe.size()) /
+                  std::max(1, model_moe_layers)));
+  // Two-batch overlap fills its pipeline in the stage's first MoE layer and drains it in the last,
+  // where one micro-batch's work is not hidden by the other's: a representative standing for w
+  // layers there would count that w times (the prefill-pool validation rows lost 1–3% to it).
+  // Those two are lowered as themselves (weight 1); the representatives stand for the layers
+  // between.
+  if (two_batch_overlap() && moe.size() >= 3) {
+    out.push_back({moe.front(), 1.0});
+    out.push_back({moe.back(), 1.0});
+    moe = std::vector<int>(moe.begin() + 1, moe.end() - 1);
+  }
   const std::size_t n = moe.size();
-  const std::size_t share = static_cast<std::size_t>(
-      std::lround(static_cast<double>(options_.fold_moe_layers) * static_cast<double>(n) / std::max(1, model_moe_layers)));
   const std::size_t R = std::min(n, std::max<std::size_t>(1, share));
-  for (std::size_t i = 0; i < R; ++i)  // the middle of each of R equal slices, standing for the slice
+  // The middle of each of R equal slices, standing for the slice.
+  for (std::size_t i = 0; i < R; ++i)
     out.push_back({moe[(2 * i + 1) * n / (2 * R)], static_cast<double>((i + 1) * n / R - i * n / R)});
   std::sort(out.begin(), out.end(), [](const LoweredLayer& a, const LoweredLayer& b) { return a.layer < b.layer; });
   return out;
@@ -203,7 +219,7 @@ StepProgram Lowering::lower(const ReplicaBatch& batch) const {
 
 void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
   // Two-batch overlap: each half lowered on its own, the programs interleaved (micro_batches.hpp).
-  if (plan_.engine.two_batch_overlap && plan_.deg.ep > 1 && model_.is_moe()) {
+  if (two_batch_overlap()) {
     ReplicaBatch first, second;
     if (split_micro_batches(batch, first, second)) {
       StepProgram a, b;

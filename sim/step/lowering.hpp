@@ -17,7 +17,8 @@
 // routed per step (a contiguous window) and the rest estimated (sim/step/batch_routing.hpp).
 // Folding (the fast scoring path): each stage lowers one dense layer standing for all its dense
 // layers and its share of the model's `fold_moe_layers` MoE representatives (at least one; each
-// the middle layer of an equal slice) standing for the rest (StepOp::weight);
+// the middle layer of an equal slice) standing for the rest (StepOp::weight) — under two-batch
+// overlap its first and last MoE layers as themselves, the representatives for those between;
 // only those MoE layers are routed (RoutingSource::route_layers). Dense layers are identical, so
 // folding them only drops the overlap between neighbours; MoE layers differ by their routing, so
 // folding them samples it.
@@ -103,6 +104,8 @@ class Lowering {
   template <class B>
   void attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
+  // Each step runs as two interleaved micro-batches (the engine's two-batch overlap, with EP).
+  bool two_batch_overlap() const;
 
   Plan plan_;
   const ModelSpec& model_;

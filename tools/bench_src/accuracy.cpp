@@ -36,6 +36,7 @@ void bench_accuracy(const std::string& only) {
       {"deepseek-v3", "dgx-h100:8", "tp=1,attn_dp=64,ep=64", "azure-conv", "", false, 600},
       {"deepseek-v3", "dgx-h100:8", "tp=8,ep=8,pp=8", "azure-conv", "synthetic:zipf=1.2", true, 300},
       {"deepseek-v3", "dgx-h100:8", "tp=2,attn_dp=8,ep=16,dp=4", "azure-conv", "", false, 300},
+      {"deepseek-v3", "dgx-h100:8", "tp=1,attn_dp=16,ep=16,dp=4,two_batch_overlap=on", "azure-conv", "", true, 300},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "azure-conv", "", false, 2000},
       {"llama2-70b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=3000,prompt=lognormal:222:0.6,output=lognormal:290:0.5", "", true},
   };
