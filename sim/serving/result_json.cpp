@@ -194,7 +194,8 @@ json scoring_to_json(const ServingBreakdown& b, const ServingOptions& o) {
                      " lowered per replica step (MoE layers onto about " + std::to_string(o.fold_moe_layers) +
                      " routed representatives, at least one per stage)");
   if (b.large_layers_lowered < b.layers_lowered)
-    approx.push_back("steps routing at least 32 tokens per layer: " + std::to_string(b.large_layers_lowered) +
+    approx.push_back("steps routing at least " + std::to_string(ServingOptions::kLargeStepTokens) +
+                     " tokens per layer: " + std::to_string(b.large_layers_lowered) +
                      " layers lowered (MoE layers onto about " + std::to_string(o.fold_moe_layers_large) +
                      " representatives, at least two per stage)");
   if (o.routed_tokens_per_seq > 0)
@@ -223,7 +224,8 @@ std::string describe_scoring(const ServingBreakdown& b, const ServingOptions& o)
   if (b.interpolated_steps > 0) s << ", " << b.interpolated_steps << " shapes interpolated";
   if (b.interpolated_mixed_steps > 0) s << ", " << b.interpolated_mixed_steps << " mixed shapes interpolated";
   s << "; " << b.layers_lowered << " of " << b.model_layers << " layers lowered";
-  if (b.large_layers_lowered < b.layers_lowered) s << " (" << b.large_layers_lowered << " in steps routing 32+ tokens per layer)";
+  if (b.large_layers_lowered < b.layers_lowered)
+    s << " (" << b.large_layers_lowered << " in steps routing " << ServingOptions::kLargeStepTokens << "+ tokens per layer)";
   if (o.shape_buckets_per_octave > 0) s << "; steps memoised by shape (" << o.shape_buckets_per_octave << " buckets/octave)";
   return s.str();
 }

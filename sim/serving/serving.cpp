@@ -111,15 +111,10 @@ class ReplicaSim {
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
                *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }) {
-    int lowered = 0;
-    for (const auto& stage : lowering_.lowered_layers()) lowered += static_cast<int>(stage.size());
-    out_.breakdown.layers_lowered = lowered;
-    out_.breakdown.large_layers_lowered = lowered;
-    if (large_fold(opt, plan) < opt.fold_moe_layers) {
+    if (large_fold(opt, plan) < opt.fold_moe_layers)
       large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large_fold(opt, plan)));
-      out_.breakdown.large_layers_lowered = 0;
-      for (const auto& stage : large_->lowered_layers()) out_.breakdown.large_layers_lowered += static_cast<int>(stage.size());
-    }
+    out_.breakdown.layers_lowered = lowering_.num_lowered_layers();
+    out_.breakdown.large_layers_lowered = (large_ ? *large_ : lowering_).num_lowered_layers();
     out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
   }
@@ -631,21 +626,18 @@ class ReplicaSim {
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
   }
 
-  // The Lowering an executed step uses: timeline steps every layer; steps that route kManyTokens
-  // or more at each layer fewer representatives (ServingOptions::fold_moe_layers_large); the
-  // rest the run's.
+  // The Lowering an executed step uses: timeline steps every layer; steps that route
+  // ServingOptions::kLargeStepTokens or more at each layer fewer representatives
+  // (ServingOptions::fold_moe_layers_large); the rest the run's.
   const Lowering& lowering_for(const ReplicaBatch& batch, bool record) const {
     if (record && unfolded_) return *unfolded_;
-    if (large_ && routed_tokens(batch) >= kManyTokens) return *large_;
+    if (large_ && routed_tokens(batch) >= ServingOptions::kLargeStepTokens) return *large_;
     return lowering_;
   }
 
-  // Tokens routed at each lowered MoE layer from which a step counts as routing many: a prompt
-  // chunk's window (ServingOptions::routed_tokens_per_seq, by default), or as many decode tokens.
-  static constexpr int kManyTokens = 32;
   // Tokens of `batch` routed at each lowered MoE layer: each sequence's up to its window.
   int routed_tokens(const ReplicaBatch& batch) const {
-    const int window = opt_.routed_tokens_per_seq > 0 ? opt_.routed_tokens_per_seq : kManyTokens;
+    const int window = opt_.routed_tokens_per_seq > 0 ? opt_.routed_tokens_per_seq : ServingOptions::kLargeStepTokens;
     int n = 0;
     for (const auto& g : batch.groups)
       for (const auto& w : g) n += std::min(w.new_tokens, window);

@@ -96,11 +96,12 @@ struct ServingOptions {
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
   // 0 lowers every layer. Timeline steps are never folded.
   int fold_moe_layers = 16;
-  // Steps that route at least 32 tokens at each MoE layer (a prompt chunk's window, or as many
-  // decode tokens) fold onto this many (at least two per stage, at most the above; 0 = the
+  // Steps that route at least kLargeStepTokens at each MoE layer (a prompt chunk's window, or as
+  // many decode tokens) fold onto this many (at least two per stage, at most the above; 0 = the
   // above): each layer's routing sample of such a step is steadier by √tokens than that of a
   // decode step of a few tokens, which the above is sized for (docs/performance.md).
   int fold_moe_layers_large = 8;
+  static constexpr int kLargeStepTokens = 32;
   // Tokens of a prompt chunk routed per step (LoweringOptions::max_routed_tokens_per_seq, sim/step/batch_routing.hpp); the
   // rest are estimated from them. 0 routes every token (the exact path).
   int routed_tokens_per_seq = 32;

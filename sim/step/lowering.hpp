@@ -96,6 +96,7 @@ class Lowering {
   int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
   // The layers lowered in each stage (all of them, the only_layers, or the folded representatives).
   const std::vector<std::vector<LoweredLayer>>& lowered_layers() const { return lowered_; }
+  int num_lowered_layers() const;  // over all stages: the layers of one step's program
   const ExpertLayout& experts() const { return *experts_; }
 
  private:
