@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -286,7 +287,7 @@ static void bench_search() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "accuracy") {
-    bench_accuracy(argc > 2 ? argv[2] : "");
+    bench_accuracy(argc > 2 ? argv[2] : "", argc > 3 ? std::atoi(argv[3]) : 1);
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "search") {
