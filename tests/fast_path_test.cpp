@@ -136,11 +136,21 @@ TEST_CASE("fast path: steps routing 32 or more tokens per layer fold onto fewer 
   CHECK(c.metrics.ttft_ms.p50 == d.metrics.ttft_ms.p50);  // no step of it routes 32 tokens
   CHECK(c.metrics.tpot_ms.p50 == d.metrics.tpot_ms.p50);
   CHECK(c.metrics.output_tok_s == d.metrics.output_tok_s);
-  // At least two representatives per stage: with eight stages the large steps keep all 16.
-  Case staged = heavy;
-  staged.plan = "tp=1,pp=8";
-  const Outcome e = score(staged, on);
-  CHECK(e.result.breakdown.large_layers_lowered == e.result.breakdown.layers_lowered);
+  // A pipeline of four stages or more runs at its slowest stage's pace: every step, large or not,
+  // lowers at least three representatives per stage (24 at least), where a two-stage one halves them.
+  for (int pp : {2, 4, 8}) {
+    CAPTURE(pp);
+    Case staged = heavy;
+    staged.plan = "tp=1,pp=" + std::to_string(pp);
+    const Outcome e = score(staged, on);
+    if (pp >= ServingOptions::kDeepPipeline) {
+      CHECK(e.result.breakdown.layers_lowered >= std::max(ServingOptions::kDeepPipelineFold, ServingOptions::kMinFoldPerStage * pp));
+      CHECK(e.result.breakdown.large_layers_lowered == e.result.breakdown.layers_lowered);
+    } else {
+      CHECK(e.result.breakdown.layers_lowered == 16);
+      CHECK(e.result.breakdown.large_layers_lowered == 8);
+    }
+  }
   // The exact path folds nothing.
   const Outcome x = score(light, exact_options());
   CHECK(x.result.breakdown.large_layers_lowered == 32);

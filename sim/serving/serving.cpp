@@ -97,7 +97,7 @@ class ReplicaSim {
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
              const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
       : replica_(replica), eng_(plan.engine),
-        lowering_(plan, model, cluster, routing, replica, folded(opt, experts, opt.fold_moe_layers)),
+        lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan))),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))
                       : nullptr),
@@ -111,7 +111,7 @@ class ReplicaSim {
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
                *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }) {
-    if (large_fold(opt, plan) < opt.fold_moe_layers)
+    if (large_fold(opt, plan) < run_fold(opt, plan))
       large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large_fold(opt, plan)));
     out_.breakdown.layers_lowered = lowering_.num_lowered_layers();
     out_.breakdown.large_layers_lowered = (large_ ? *large_ : lowering_).num_lowered_layers();
@@ -644,11 +644,22 @@ class ReplicaSim {
     return n;
   }
 
+  // MoE representatives of the run's steps: ServingOptions::fold_moe_layers, and in a pipeline of
+  // ServingOptions::kDeepPipeline stages or more at least kDeepPipelineFold (kMinFoldPerStage per
+  // stage). A pipeline runs at its slowest stage's pace, and the maximum over stages turns each
+  // stage's routing-sample noise into a bias: with two representatives per stage the deepest
+  // reference case ran 1.6-2.8% slow on two of three routing seeds (docs/performance.md).
+  static int run_fold(const ServingOptions& o, const Plan& plan) {
+    if (o.fold_moe_layers <= 0 || plan.deg.pp < ServingOptions::kDeepPipeline) return o.fold_moe_layers;
+    return std::max({o.fold_moe_layers, ServingOptions::kDeepPipelineFold, ServingOptions::kMinFoldPerStage * plan.deg.pp});
+  }
+
   // MoE representatives of a step routing many tokens (ServingOptions::fold_moe_layers_large): at
-  // least two per pipeline stage, and never more than the run's.
+  // least two per pipeline stage, and never more than the run's; a deep pipeline keeps the run's.
   static int large_fold(const ServingOptions& o, const Plan& plan) {
-    if (o.fold_moe_layers <= 0 || o.fold_moe_layers_large <= 0) return o.fold_moe_layers;
-    return std::min(o.fold_moe_layers, std::max(o.fold_moe_layers_large, 2 * plan.deg.pp));
+    const int fold = run_fold(o, plan);
+    if (fold <= 0 || o.fold_moe_layers_large <= 0 || plan.deg.pp >= ServingOptions::kDeepPipeline) return fold;
+    return std::min(fold, std::max(o.fold_moe_layers_large, 2 * plan.deg.pp));
   }
 
   static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, int fold) {

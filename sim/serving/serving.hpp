@@ -102,6 +102,11 @@ struct ServingOptions {
   // decode step of a few tokens, which the above is sized for (docs/performance.md).
   int fold_moe_layers_large = 8;
   static constexpr int kLargeStepTokens = 32;
+  // A pipeline of kDeepPipeline stages or more lowers at least kDeepPipelineFold representatives,
+  // kMinFoldPerStage per stage, in every step (large ones too): its slowest stage sets its pace.
+  static constexpr int kDeepPipeline = 4;
+  static constexpr int kDeepPipelineFold = 24;
+  static constexpr int kMinFoldPerStage = 3;
   // Tokens of a prompt chunk routed per step (LoweringOptions::max_routed_tokens_per_seq, sim/step/batch_routing.hpp); the
   // rest are estimated from them. 0 routes every token (the exact path).
   int routed_tokens_per_seq = 32;
