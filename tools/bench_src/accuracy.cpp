@@ -39,9 +39,9 @@ bool with_seed(ReferenceCase& k, int seed) {
   if (at == std::string::npos) {
     k.routing += ",seed=" + std::to_string(seed);
   } else {  // the written seed, moved on by seed − 1
-    const std::size_t end = k.routing.find(',', at);
-    const long written = std::stol(k.routing.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5));
-    k.routing.replace(at + 5, end == std::string::npos ? std::string::npos : end - at - 5, std::to_string(written + seed - 1));
+    const std::size_t from = at + 5, end = k.routing.find(',', from);
+    const std::size_t len = end == std::string::npos ? std::string::npos : end - from;
+    k.routing.replace(from, len, std::to_string(std::stol(k.routing.substr(from, len)) + seed - 1));
   }
   return true;
 }
