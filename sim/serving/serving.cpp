@@ -471,8 +471,8 @@ class ReplicaSim {
   // no other engine's step can take them.
   void arm(int e, int seqs, bool all_decode) {
     const bool recording = timeline_pending();  // no fast-forward past or through recorded steps
-    const std::vector<int>& last_key = costs_.last_key();
-    if (!opt_.fast_forward || last_key.empty() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
+    const ShapeKey& last_key = costs_.last_key();
+    if (!opt_.fast_forward || !costs_.memoises() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
     long min_left = std::numeric_limits<long>::max();
     int total = 0;
@@ -702,6 +702,24 @@ class ReplicaSim {
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
 };
 
+// Sorts `v`, which arrives as a few ascending runs (each replica's steps in time order), by merging
+// the runs, or by sorting when they are many; equal elements are alike, so the order is std::sort's.
+template <class T>
+void sort_runs(std::vector<T>& v) {
+  constexpr std::size_t kMaxRuns = 64;
+  std::vector<std::size_t> ends;
+  for (std::size_t i = 1; i < v.size() && ends.size() <= kMaxRuns; ++i)
+    if (v[i] < v[i - 1]) ends.push_back(i);
+  if (ends.size() > kMaxRuns) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  ends.push_back(v.size());
+  for (std::size_t k = 1; k < ends.size(); ++k)  // [0, ends[k−1]) is sorted: merge the next run in
+    std::inplace_merge(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(ends[k - 1]),
+                       v.begin() + static_cast<std::ptrdiff_t>(ends[k]));
+}
+
 // The saturated window: from the moment every replica has turned its peak batch over once (as
 // many completions as its peak of running sequences) to the first replica's last admission
 // (after it, that replica only drains).
@@ -717,7 +735,7 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
     w.end = std::min(w.end, l.last_admission);
     turnover += l.peak_running;
   }
-  std::sort(emissions.begin(), emissions.end());
+  sort_runs(emissions);
   if (!(w.end > w.start)) {
     w = SteadyWindow{};
     w.note = "no saturated window: the run ends before its batches turn over once (more requests, or a higher rate)";

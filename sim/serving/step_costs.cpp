@@ -102,25 +102,23 @@ StepCosts::StepCosts(int buckets_per_octave, bool interpolate, bool interpolate_
       cache_(cache),
       attention_(std::move(attention)) {}
 
-std::vector<int> StepCosts::key(const double* sums, const double* maxs, int emits) const {
-  if (b_ <= 0) return {};
+ShapeKey StepCosts::key(const double* sums, const double* maxs, int emits) const {
   return {bucket(sums[0], b_), bucket(sums[1], b_), bucket(sums[2], b_), bucket(maxs[0], b_),
-          bucket(maxs[1], b_), bucket(maxs[2], b_), bucket(emits, b_)};
+          bucket(maxs[1], b_), bucket(maxs[2], b_), bucket(emits, b_), cost_class_};
 }
 
 StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute, bool fresh) {
   const Shape s = shape_of(batch);
+  if (!memoises()) return execute();
   last_key_ = key(s.sums, s.maxs, s.emits);
-  if (last_key_.empty()) return execute();
-  std::vector<int> k = last_key_;
-  k.push_back(cost_class_);
+  const ShapeKey k = last_key_;
   if (!fresh) {
     auto hit = cache_.by_shape.find(k);
     if (hit != cache_.by_shape.end()) return hit->second;
   }
-  if (interpolate_mixed_ && !fresh && s.sums[1] > 0) return mixed(batch, std::move(k), execute);
+  if (interpolate_mixed_ && !fresh && s.sums[1] > 0) return mixed(batch, k, execute);
   CostFamily* family = nullptr;
-  std::vector<int> fkey;
+  FamilyKey fkey{};
   if (interpolate_ && s.decode_only()) {
     fkey = {bucket(s.sums[0], b_), bucket(s.maxs[0], b_), bucket(s.emits, b_), cost_class_};
     family = &cache_.families[fkey];
@@ -144,7 +142,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
       family->rest_m2 += delta * (rest - family->rest());
     }
   }
-  cache_.by_shape.emplace(std::move(k), t);
+  cache_.by_shape.emplace(k, t);
   return t;
 }
 
@@ -157,7 +155,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
 // the batch (distinct experts hit, all-to-all sizes), so neighbours' samples count where the
 // routing is steady (DeepSeek-V3's 256 experts); where it is noisy (Mixtral's 8, top 2) the
 // scatter keeps the line from standing in, and a family waits for its own five.
-bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, const ReplicaBatch& batch,
+bool StepCosts::from_neighbours(const FamilyKey& fkey, double tokens, const ReplicaBatch& batch,
                                 StepTiming& out) const {
   struct Part {
     const CostFamily* f;
@@ -167,7 +165,7 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
   double C = 0, sx = 0, sr = 0;
   bool below = false, above = false;
   for (int d = -kPoolBuckets; d <= kPoolBuckets; ++d) {
-    std::vector<int> k = fkey;  // the largest group and the emitted tokens move with the batch where they equal it
+    FamilyKey k = fkey;  // the largest group and the emitted tokens move with the batch where they equal it
     for (int i : {1, 2}) k[i] += k[i] == fkey[0] ? d : 0;
     k[0] += d;
     auto f = cache_.families.find(k);
@@ -212,7 +210,7 @@ bool StepCosts::from_neighbours(const std::vector<int>& fkey, double tokens, con
 }
 
 // A mixed step: fitted from the executed mixed steps near it, or executed and added to them.
-StepTiming StepCosts::mixed(const ReplicaBatch& batch, std::vector<int> k, const std::function<StepTiming()>& execute) {
+StepTiming StepCosts::mixed(const ReplicaBatch& batch, const ShapeKey& k, const std::function<StepTiming()>& execute) {
   const Mixed mx = mixed_of(batch, cost_class_);
   const AttentionCost attention = attention_(batch);
   StepTiming t;
@@ -222,7 +220,7 @@ StepTiming StepCosts::mixed(const ReplicaBatch& batch, std::vector<int> k, const
     t = execute();
     cache_.mixed.add(mx.stratum, mx.x, attention, t);
   }
-  cache_.by_shape.emplace(std::move(k), t);
+  cache_.by_shape.emplace(k, t);
   return t;
 }
 

@@ -21,6 +21,7 @@
 // synchronised (serve() runs replicas one after the other).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <vector>
@@ -45,9 +46,15 @@ struct CostFamily {
   double rest() const { return count > 0 ? mean.makespan - attention.critical : 0; }  // mean makespan less critical attention
 };
 
+// A step's bucketed shape: decode, prefill and context tokens summed and maximised over groups,
+// the tokens emitted, and the cost class.
+using ShapeKey = std::array<int, 8>;
+// A decode family: bucketed decode tokens, the largest group's, the tokens emitted, the cost class.
+using FamilyKey = std::array<int, 4>;
+
 struct StepCache {
-  std::map<std::vector<int>, StepTiming> by_shape;   // bucketed shape (+ cost class) → timing
-  std::map<std::vector<int>, CostFamily> families;   // decode family → its executed steps
+  std::map<ShapeKey, StepTiming> by_shape;   // bucketed shape → timing
+  std::map<FamilyKey, CostFamily> families;  // decode family → its executed steps
   MixedFit mixed;                                    // executed mixed steps, by stratum
 };
 
@@ -63,16 +70,18 @@ class StepCosts {
   // (timeline steps) but still records the result.
   StepTiming timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute, bool fresh = false);
 
+  // Whether steps are memoised at all (buckets_per_octave > 0).
+  bool memoises() const { return b_ > 0; }
   // The bucketed shape key of sums and maxima over groups of (decode, prefill, context) tokens and
-  // the tokens emitted; the key of the last step timed (empty = no memoisation).
-  std::vector<int> key(const double* sums, const double* maxs, int emits) const;
-  const std::vector<int>& last_key() const { return last_key_; }
+  // the tokens emitted (REQUIRES: memoises()); the key of the last step timed.
+  ShapeKey key(const double* sums, const double* maxs, int emits) const;
+  const ShapeKey& last_key() const { return last_key_; }
   long interpolated() const { return interpolated_; }
   long interpolated_mixed() const { return interpolated_mixed_; }
 
  private:
-  StepTiming mixed(const ReplicaBatch& batch, std::vector<int> key, const std::function<StepTiming()>& execute);
-  bool from_neighbours(const std::vector<int>& family, double tokens, const ReplicaBatch& batch, StepTiming& out) const;
+  StepTiming mixed(const ReplicaBatch& batch, const ShapeKey& key, const std::function<StepTiming()>& execute);
+  bool from_neighbours(const FamilyKey& family, double tokens, const ReplicaBatch& batch, StepTiming& out) const;
 
   int b_;
   bool interpolate_;
@@ -80,7 +89,7 @@ class StepCosts {
   int cost_class_;
   StepCache& cache_;
   AttentionEstimator attention_;
-  std::vector<int> last_key_;
+  ShapeKey last_key_{};
   long interpolated_ = 0;
   long interpolated_mixed_ = 0;
 };

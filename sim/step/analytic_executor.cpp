@@ -37,6 +37,8 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
   std::map<std::tuple<int, int, double>, double> coll_cache;  // (group, kind, bytes) → seconds
   std::vector<std::vector<int>> group_gpus(p.groups.size());  // per group, built on first use
   int pair[2];
+  const StepOp* last_compute = nullptr;  // and its unweighted time
+  double last_compute_time = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
     double ready = op.not_before;
@@ -81,6 +83,13 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
           it = coll_cache.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_).seconds).first;
         dur = it->second;
       }
+    } else if (op.type == OpType::Compute) {
+      // A tensor-parallel group issues the same kernel on each of its ranks, one after the other.
+      if (!(last_compute && last_compute->kernel == op.kernel && last_compute->rows == op.rows &&
+            last_compute->flops == op.flops && last_compute->hbm_bytes == op.hbm_bytes && last_compute->math == op.math))
+        last_compute_time = compute_time(cluster_.gpu(), op, compute_);
+      last_compute = &op;
+      dur = last_compute_time;
     } else {
       dur = op_time(p, op);
     }

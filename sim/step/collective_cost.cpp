@@ -187,28 +187,43 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
     std::vector<int> nic_gpu;  // a GPU there (its NIC bandwidth)
   };
   // Scratch kept per thread: the executors price thousands of all-to-alls per plan.
+  // The group's layout (its members' nodes and rails, their NIC slots) is kept from the last call
+  // while the members sit on the same nodes and rails: an executor prices every layer's
+  // all-to-all over the same group.
   struct Scratch {
+    std::vector<int> where;  // node and rail of each member, the layout below is of
     std::vector<int> node, rail, nodes, proxy;
     std::vector<std::size_t> home;  // each member's own NIC slot
     Load send, recv;
   };
   thread_local Scratch sc;
-  auto& [node, rail, nodes, proxy, home, send, recv] = sc;
-  node.resize(p);
-  rail.resize(p);
-  home.resize(p);
-  nodes.clear();  // distinct nodes in order of appearance
+  thread_local std::vector<int> where;
+  auto& [last_where, node, rail, nodes, proxy, home, send, recv] = sc;
+  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * rails + static_cast<std::size_t>(r); };
+  where.resize(2 * p + 1);
   for (std::size_t i = 0; i < p; ++i) {
-    const int n = c.node_of(gpus[i]);
-    rail[i] = c.rail_of(gpus[i]);
-    auto it = std::find(nodes.begin(), nodes.end(), n);
-    node[i] = static_cast<int>(it - nodes.begin());  // the node's index among the group's nodes
-    if (it == nodes.end()) nodes.push_back(n);
-    home[i] = static_cast<std::size_t>(node[i]) * rails + static_cast<std::size_t>(rail[i]);
+    where[2 * i] = c.node_of(gpus[i]);
+    where[2 * i + 1] = c.rail_of(gpus[i]);
+  }
+  where[2 * p] = static_cast<int>(rails);
+  if (where != last_where) {
+    last_where = where;
+    node.resize(p);
+    rail.resize(p);
+    home.resize(p);
+    nodes.clear();  // distinct nodes in order of appearance
+    for (std::size_t i = 0; i < p; ++i) {
+      const int n = where[2 * i];
+      rail[i] = where[2 * i + 1];
+      auto it = std::find(nodes.begin(), nodes.end(), n);
+      node[i] = static_cast<int>(it - nodes.begin());  // the node's index among the group's nodes
+      if (it == nodes.end()) nodes.push_back(n);
+      home[i] = static_cast<std::size_t>(node[i]) * rails + static_cast<std::size_t>(rail[i]);
+    }
+    proxy.assign(nodes.size() * rails, -1);  // the group member at a slot
+    for (std::size_t i = 0; i < p; ++i) proxy[home[i]] = static_cast<int>(i);
   }
   const std::size_t slots = nodes.size() * rails;
-  auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * rails + static_cast<std::size_t>(r); };
-  proxy.assign(slots, -1);  // the group member at a slot
   for (Load* l : {&send, &recv}) {
     l->nv_out.assign(p, 0);
     l->nv_in.assign(p, 0);
@@ -216,10 +231,7 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
     l->nic_in.assign(slots, 0);
     l->nic_gpu.assign(slots, -1);
   }
-  for (std::size_t i = 0; i < p; ++i) {
-    send.nic_gpu[home[i]] = recv.nic_gpu[home[i]] = gpus[i];
-    proxy[home[i]] = static_cast<int>(i);
-  }
+  for (std::size_t i = 0; i < p; ++i) send.nic_gpu[home[i]] = recv.nic_gpu[home[i]] = gpus[i];
   for (const A2aMatrix::Entry& x : matrix.entries()) {  // in (sender, receiver) order, as a dense scan
     const std::size_t i = x.from, j = x.to;
     const double b = x.bytes;

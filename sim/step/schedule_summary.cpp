@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <utility>
 
 namespace shardsim {
@@ -114,10 +115,20 @@ StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& s
     lanes->resize(static_cast<std::size_t>(ranks));
     for (auto& l : *lanes) l.clear();
   }
-  std::vector<int> involved;
+  std::vector<double>* experts = nullptr;  // the last Experts operation's layer (they come layer by layer)
+  int experts_key = 0;
+  int pair[2];
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
-    involved_ranks(p, op, involved);
+    // The ranks it occupies, without copying a group.
+    std::span<const int> involved;
+    if (op.type == OpType::Collective) {
+      involved = p.groups[static_cast<std::size_t>(op.group)];
+    } else {
+      pair[0] = op.rank;
+      pair[1] = op.peer;
+      involved = std::span<const int>(pair, op.type == OpType::Send ? 2 : 1);
+    }
     const double dur = end[i] - start[i];
     const auto st = static_cast<std::size_t>(op.stage);
     stage_first[st] = std::min(stage_first[st], start[i]);
@@ -131,9 +142,13 @@ StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& s
       t.coll_by_kind[op.type == OpType::Send ? 3 : static_cast<std::size_t>(op.coll)] += share;
     }
     if (op.cls == OpClass::Experts) {
-      auto& v = expert_by_layer[op.layer * 100000 + op.stage];
-      if (v.empty()) v.assign(static_cast<std::size_t>(ranks), 0);
-      v[static_cast<std::size_t>(op.rank)] += dur;
+      const int key = op.layer * 100000 + op.stage;
+      if (experts == nullptr || key != experts_key) {
+        experts = &expert_by_layer[key];
+        experts_key = key;
+        if (experts->empty()) experts->assign(static_cast<std::size_t>(ranks), 0);
+      }
+      (*experts)[static_cast<std::size_t>(op.rank)] += dur;
     }
     if (timeline)
       for (int r : involved) timeline->push_back({r, op.stream(), op.cls, op.layer, start[i], dur, op_name(op)});
