@@ -188,33 +188,28 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
   };
   // Scratch kept per thread: the executors price thousands of all-to-alls per plan.
   // The group's layout (its members' nodes and rails, their NIC slots) is kept from the last call
-  // while the members sit on the same nodes and rails: an executor prices every layer's
-  // all-to-all over the same group.
+  // on the same GPUs and node size (what node_of and rail_of read): an executor prices every
+  // layer's all-to-all over the same group.
   struct Scratch {
-    std::vector<int> where;  // node and rail of each member, the layout below is of
+    std::vector<int> gpus;   // the members the layout below is of
+    std::size_t rails = 0;   // and the GPUs per node
     std::vector<int> node, rail, nodes, proxy;
     std::vector<std::size_t> home;  // each member's own NIC slot
     Load send, recv;
   };
   thread_local Scratch sc;
-  thread_local std::vector<int> where;
-  auto& [last_where, node, rail, nodes, proxy, home, send, recv] = sc;
+  auto& [members, node_size, node, rail, nodes, proxy, home, send, recv] = sc;
   auto slot = [rails](int ni, int r) { return static_cast<std::size_t>(ni) * rails + static_cast<std::size_t>(r); };
-  where.resize(2 * p + 1);
-  for (std::size_t i = 0; i < p; ++i) {
-    where[2 * i] = c.node_of(gpus[i]);
-    where[2 * i + 1] = c.rail_of(gpus[i]);
-  }
-  where[2 * p] = static_cast<int>(rails);
-  if (where != last_where) {
-    last_where = where;
+  if (members != gpus || node_size != rails) {
+    members = gpus;
+    node_size = rails;
     node.resize(p);
     rail.resize(p);
     home.resize(p);
     nodes.clear();  // distinct nodes in order of appearance
     for (std::size_t i = 0; i < p; ++i) {
-      const int n = where[2 * i];
-      rail[i] = where[2 * i + 1];
+      const int n = c.node_of(gpus[i]);
+      rail[i] = c.rail_of(gpus[i]);
       auto it = std::find(nodes.begin(), nodes.end(), n);
       node[i] = static_cast<int>(it - nodes.begin());  // the node's index among the group's nodes
       if (it == nodes.end()) nodes.push_back(n);

@@ -27,7 +27,12 @@ MeasuredLoads measure_expert_loads(const RoutingSource& routing, std::uint32_t f
   return out;
 }
 
-ExpertLayout::ExpertLayout(int experts, int ep) : ep_(std::max(1, ep)), slots_(experts) {}
+ExpertLayout::ExpertLayout(int experts, int ep) : ep_(std::max(1, ep)), slots_(experts) { index_ranks(); }
+
+void ExpertLayout::index_ranks() {
+  rank_of_.resize(static_cast<std::size_t>(std::max(0, slots_)));
+  for (int s = 0; s < slots_; ++s) rank_of_[static_cast<std::size_t>(s)] = std::min(ep_ - 1, s / std::max(1, slots_ / ep_));
+}
 
 namespace {
 
@@ -62,6 +67,7 @@ ExpertLayout::ExpertLayout(const MeasuredLoads& loads, int ep, int redundant) : 
   const int layers = static_cast<int>(loads.per_layer.size());
   const int E = layers > 0 ? static_cast<int>(loads.per_layer.front().size()) : 0;
   slots_ = E + redundant;
+  index_ranks();
   const int S = slots_ / ep_;
   replicas_.resize(static_cast<std::size_t>(layers));
   for (int l = 0; l < layers; ++l) {

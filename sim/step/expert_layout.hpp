@@ -63,7 +63,7 @@ class ExpertLayout {
     if (replicas_.empty()) return 1;
     return static_cast<int>(replicas_[static_cast<std::size_t>(moe_layer)][static_cast<std::size_t>(expert)].size());
   }
-  int rank_of_slot(int slot) const { return std::min(ep_ - 1, slot / std::max(1, slots_ / ep_)); }
+  int rank_of_slot(int slot) const { return rank_of_[static_cast<std::size_t>(slot)]; }
 
   // Rank load max/mean of the held-out sample (judge()), mean over layers: contiguous vs this layout.
   double imbalance_before() const { return before_; }
@@ -71,7 +71,9 @@ class ExpertLayout {
   long sample_tokens() const { return sample_tokens_; }
 
  private:
+  void index_ranks();  // fills rank_of_ from ep_ and slots_
   int ep_ = 1, slots_ = 0;
+  std::vector<int> rank_of_;  // per slot: its EP rank (looked up per routed pick)
   // Per MoE layer, per expert: the slots holding it (empty = contiguous, no replicas).
   std::vector<std::vector<std::vector<int>>> replicas_;
   double before_ = 1, after_ = 1;
