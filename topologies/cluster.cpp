@@ -78,6 +78,7 @@ struct Cluster::RouteCache {
   std::vector<char> is_gpu;                   // per vertex
   std::vector<int> gpu_vertex;                // per GPU id
   std::vector<int> route_key;                 // per GPU id: position in (leaf, gpu id) order
+  std::vector<double> injection;              // per GPU id: injection_bw(), read per priced all-to-all
 
   // Lazily filled.
   std::shared_mutex mu;
@@ -324,6 +325,8 @@ void Cluster::validate() {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return leaf_[a] < leaf_[b]; });
   rc.route_key.assign(ngpu, 0);
   for (std::size_t i = 0; i < ngpu; ++i) rc.route_key[order[i]] = static_cast<int>(i);
+  rc.injection.resize(ngpu);
+  for (std::size_t g = 0; g < ngpu; ++g) rc.injection[g] = network_injection(static_cast<int>(g));
 }
 
 int Cluster::count(VertexKind k) const {
@@ -404,6 +407,11 @@ std::vector<Vertex> Cluster::route_vertices(int src_gpu, const Route& r) const {
 }
 
 double Cluster::injection_bw(int gpu) const {
+  if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("injection_bw: no GPU " + std::to_string(gpu));
+  return cache_->injection[static_cast<std::size_t>(gpu)];
+}
+
+double Cluster::network_injection(int gpu) const {
   const RouteCache& rc = *cache_;
   const int gv = static_cast<int>(gpu_vertex(gpu));
   double total = 0;

@@ -163,6 +163,7 @@ class Cluster {
   std::vector<int> leaf_;          // per GPU: leaf ordinal or -1
   int num_leaves_ = 0;
   void validate();
+  double network_injection(int gpu) const;  // what injection_bw() returns, from the graph
   struct RouteCache;
   std::shared_ptr<RouteCache> cache_;
 };

@@ -261,8 +261,9 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
     }
   }
   auto worst = [&](const Load& l) {
-    double w = 0;
-    for (std::size_t i = 0; i < p; ++i) w = std::max(w, std::max(l.nv_out[i], l.nv_in[i]) / nv_bw);
+    double nv = 0;  // the busiest NVLink port's bytes, divided once (division is monotone)
+    for (std::size_t i = 0; i < p; ++i) nv = std::max(nv, std::max(l.nv_out[i], l.nv_in[i]));
+    double w = std::max(0.0, nv / nv_bw);
     for (std::size_t k = 0; k < slots; ++k) {
       const double load = std::max(l.nic_out[k], l.nic_in[k]);
       if (l.nic_gpu[k] < 0 || load <= 0) continue;  // an idle NIC cannot be the busiest
