@@ -48,21 +48,9 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
         ready = end[static_cast<std::size_t>(*d)];
         why = *d;
       }
-    // The ranks the operation occupies, without copying a group.
-    const int* rb = pair;
-    const int* re = pair;
-    if (op.type == OpType::Collective) {
-      const auto& g = p.groups[static_cast<std::size_t>(op.group)];
-      rb = g.data();
-      re = g.data() + g.size();
-    } else {
-      pair[0] = op.rank;
-      pair[1] = op.peer;
-      re = pair + (op.type == OpType::Send ? 2 : 1);
-    }
+    const std::span<const int> occupied = op_ranks(p, op, pair);
     const int s = static_cast<int>(op.stream());
-    for (const int* it = rb; it != re; ++it) {
-      const int r = *it;
+    for (const int r : occupied) {
       int prev = last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)];
       if (prev >= 0 && end[static_cast<std::size_t>(prev)] > ready) {
         ready = end[static_cast<std::size_t>(prev)];
@@ -73,7 +61,7 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
     if (op.type == OpType::Collective) {
       auto& gpus = group_gpus[static_cast<std::size_t>(op.group)];
       if (gpus.empty())
-        for (const int* it = rb; it != re; ++it) gpus.push_back(p.rank_gpu[static_cast<std::size_t>(*it)]);
+        for (const int r : occupied) gpus.push_back(p.rank_gpu[static_cast<std::size_t>(r)]);
       if (op.matrix >= 0 && op.coll == CollKind::AllToAll) {
         dur = all_to_all_time(cluster_, gpus, p.a2a[static_cast<std::size_t>(op.matrix)], collective_);
       } else {
@@ -97,7 +85,7 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
     start[i] = ready;
     end[i] = ready + dur;
     pred[i] = why;
-    for (const int* it = rb; it != re; ++it) last[static_cast<std::size_t>(*it)][static_cast<std::size_t>(s)] = static_cast<int>(i);
+    for (const int r : occupied) last[static_cast<std::size_t>(r)][static_cast<std::size_t>(s)] = static_cast<int>(i);
   }
   return summarize_schedule(p, start, end, pred, timeline);
 }

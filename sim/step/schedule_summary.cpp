@@ -3,16 +3,21 @@
 
 #include <algorithm>
 #include <map>
-#include <span>
 #include <utility>
 
 namespace shardsim {
 
+std::span<const int> op_ranks(const StepProgram& p, const StepOp& op, int (&pair)[2]) {
+  if (op.type == OpType::Collective) return p.groups[static_cast<std::size_t>(op.group)];
+  pair[0] = op.rank;
+  pair[1] = op.peer;
+  return std::span<const int>(pair, op.type == OpType::Send ? 2 : 1);
+}
+
 void involved_ranks(const StepProgram& p, const StepOp& op, std::vector<int>& out) {
-  out.clear();
-  if (op.type == OpType::Compute) out.push_back(op.rank);
-  else if (op.type == OpType::Send) out = {op.rank, op.peer};
-  else out = p.groups[static_cast<std::size_t>(op.group)];
+  int pair[2];
+  const std::span<const int> r = op_ranks(p, op, pair);
+  out.assign(r.begin(), r.end());
 }
 
 std::string op_name(const StepOp& op) {
@@ -120,15 +125,7 @@ StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& s
   int pair[2];
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
-    // The ranks it occupies, without copying a group.
-    std::span<const int> involved;
-    if (op.type == OpType::Collective) {
-      involved = p.groups[static_cast<std::size_t>(op.group)];
-    } else {
-      pair[0] = op.rank;
-      pair[1] = op.peer;
-      involved = std::span<const int>(pair, op.type == OpType::Send ? 2 : 1);
-    }
+    const std::span<const int> involved = op_ranks(p, op, pair);
     const double dur = end[i] - start[i];
     const auto st = static_cast<std::size_t>(op.stage);
     stage_first[st] = std::min(stage_first[st], start[i]);

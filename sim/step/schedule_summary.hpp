@@ -19,6 +19,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,10 @@
 
 namespace shardsim {
 
-// Ranks an operation occupies: the compute rank, both ends of a send, or the whole group.
+// Ranks an operation occupies: the compute rank, both ends of a send, or the whole group — a
+// view of the group, or of `pair` (filled here) for a compute or a send; no copy.
+std::span<const int> op_ranks(const StepProgram& p, const StepOp& op, int (&pair)[2]);
+// The same, copied into `out`.
 void involved_ranks(const StepProgram& p, const StepOp& op, std::vector<int>& out);
 // "attention", "tp_comm all-reduce", "pipeline_p2p send", …
 std::string op_name(const StepOp& op);
