@@ -251,6 +251,38 @@ TEST_CASE("routing: route_layers gives the listed layers of route_tokens where t
   CHECK_THROWS_AS(chained->route_layers(3, 100, 1, beyond, one), std::out_of_range);
 }
 
+TEST_CASE("routing: route_layers over a step's spans answers each span as alone, every layer as route_tokens") {
+  // Group-limited (4 of 8 groups), chained layers, locality: every path of the synthetic draw.
+  RoutingShape shape{7, 32, 3, 8, 4};
+  auto chained = make_routing("synthetic:seed=5,locality=0.5", shape);
+  auto uniform = make_routing("uniform", shape);
+  const std::vector<RoutingSource::TokenSpan> spans = {{3, 100, 5}, {9, 0, 1}, {3, 7, 2}, {40, 12, 6}};
+  std::size_t tokens = 0;
+  for (const auto& s : spans) tokens += s.count;
+  for (const RoutingSource* src : {chained.get(), uniform.get()}) {
+    for (const std::vector<int>& layers : {std::vector<int>{1, 4, 5}, std::vector<int>{0, 1, 2, 3, 4, 5, 6}}) {
+      const std::size_t per = layers.size() * 3;
+      std::vector<ExpertId> batch(tokens * per);
+      src->route_layers(spans, layers, batch);
+      std::size_t at = 0;
+      for (const auto& s : spans) {
+        std::vector<ExpertId> alone(s.count * per);
+        src->route_layers(s.request, s.first, s.count, layers, alone);
+        CHECK(std::equal(alone.begin(), alone.end(), batch.begin() + static_cast<std::ptrdiff_t>(at)));
+        if (layers.size() == 7) {  // every layer listed: the chain is never truncated
+          std::vector<ExpertId> whole(s.count * shape.ids_per_token());
+          src->route_tokens(s.request, s.first, s.count, whole);
+          CHECK(alone == whole);
+        }
+        at += alone.size();
+      }
+    }
+  }
+  std::vector<ExpertId> short_out(3);
+  const std::vector<int> one_layer = {2};
+  CHECK_THROWS_AS(chained->route_layers(spans, one_layer, short_out), std::invalid_argument);
+}
+
 TEST_CASE("fast path: replicas with the same costs share step timings, results unchanged") {
   // dp = 4 on four nodes: every replica is one node, so all four share one cost class. With
   // memoisation by shape the shared cache executes fewer steps than four private ones would.

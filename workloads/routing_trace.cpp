@@ -202,7 +202,19 @@ void RoutingSource::route_tokens(std::uint32_t request, std::uint32_t first, std
 
 void RoutingSource::route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
                                  std::span<const int> layers, std::span<ExpertId> out) const {
-  const std::size_t need = static_cast<std::size_t>(count) * layers.size() * static_cast<std::size_t>(shape_.top_k);
+  const TokenSpan span{request, first, count};
+  route_layers(std::span<const TokenSpan>(&span, 1), layers, out);
+}
+
+void RoutingSource::route_layers(std::span<const TokenSpan> spans, std::span<const int> layers,
+                                 std::span<ExpertId> out) const {
+  std::size_t tokens = 0;
+  for (const TokenSpan& s : spans) {
+    if (s.count > 0 && s.first > std::numeric_limits<std::uint32_t>::max() - (s.count - 1))
+      throw std::out_of_range("RoutingSource::route_layers: positions overflow 32 bits");
+    tokens += s.count;
+  }
+  const std::size_t need = tokens * layers.size() * static_cast<std::size_t>(shape_.top_k);
   if (out.size() != need)
     throw std::invalid_argument("RoutingSource::route_layers: output holds " + std::to_string(out.size()) + " ids, " +
                                 std::to_string(need) + " needed");
@@ -210,20 +222,20 @@ void RoutingSource::route_layers(std::uint32_t request, std::uint32_t first, std
     if (layers[j] < 0 || layers[j] >= shape_.moe_layers || (j > 0 && layers[j] <= layers[j - 1]))
       throw std::out_of_range("RoutingSource::route_layers: layers must ascend inside [0, " +
                               std::to_string(shape_.moe_layers) + ")");
-  if (count > 0 && first > std::numeric_limits<std::uint32_t>::max() - (count - 1))
-    throw std::out_of_range("RoutingSource::route_layers: positions overflow 32 bits");
-  if (count > 0 && !layers.empty())
-    do_route_layers(request, first, count, layers.data(), static_cast<int>(layers.size()), out.data());
+  if (tokens > 0 && !layers.empty())
+    do_route_layers(spans.data(), spans.size(), layers.data(), static_cast<int>(layers.size()), out.data());
 }
 
-void RoutingSource::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, const int* layers,
-                                    int num_layers, ExpertId* out) const {
+void RoutingSource::do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers, int num_layers,
+                                    ExpertId* out) const {
   const std::size_t n = shape_.ids_per_token(), k = static_cast<std::size_t>(shape_.top_k);
   std::vector<ExpertId> token(n);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    do_route_tokens(request, first + i, 1, token.data());
-    for (int j = 0; j < num_layers; ++j, out += k)
-      std::copy_n(token.begin() + static_cast<std::ptrdiff_t>(layers[j]) * shape_.top_k, k, out);
+  for (std::size_t s = 0; s < num_spans; ++s) {
+    for (std::uint32_t i = 0; i < spans[s].count; ++i) {
+      do_route_tokens(spans[s].request, spans[s].first + i, 1, token.data());
+      for (int j = 0; j < num_layers; ++j, out += k)
+        std::copy_n(token.begin() + static_cast<std::ptrdiff_t>(layers[j]) * shape_.top_k, k, out);
+    }
   }
 }
 
@@ -375,10 +387,11 @@ void RoutingTraceFile::do_route(std::uint32_t request, std::uint32_t position, i
     out[j] = id_bytes_ == 1 ? p[j] : static_cast<ExpertId>(p[2 * j] | p[2 * j + 1] << 8);
 }
 
-void RoutingTraceFile::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
-                                       const int* layers, int num_layers, ExpertId* out) const {
-  for (std::uint32_t i = 0; i < count; ++i)
-    for (int j = 0; j < num_layers; ++j, out += shape().top_k) do_route(request, first + i, layers[j], out);
+void RoutingTraceFile::do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers,
+                                       int num_layers, ExpertId* out) const {
+  for (std::size_t s = 0; s < num_spans; ++s)
+    for (std::uint32_t i = 0; i < spans[s].count; ++i)
+      for (int j = 0; j < num_layers; ++j, out += shape().top_k) do_route(spans[s].request, spans[s].first + i, layers[j], out);
 }
 
 std::string encode_routing_trace(const RoutingShape& shape, std::span<const std::uint32_t> token_counts,
@@ -879,39 +892,53 @@ void SyntheticRouting::do_route_tokens(std::uint32_t request, std::uint32_t firs
   }
 }
 
-void SyntheticRouting::do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count,
-                                       const int* layers, int num_layers, ExpertId* out) const {
+void SyntheticRouting::do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers,
+                                       int num_layers, ExpertId* out) const {
   const Tables& t = *t_;
-  const RequestCtx c = t.context(request);
-  const std::size_t n = static_cast<std::size_t>(num_layers) * static_cast<std::size_t>(t.k);
-  const int depth = t.a > 0 ? kChainDepth : 0;
-  ExpertId chain[2 * kMaxTopK];
-  // One fresh token: each listed layer drawn after its truncated chain (from l − depth, or on
-  // from the previous listed layer when that is closer).
-  auto fresh = [&](std::uint32_t pos, ExpertId* dst) {
-    const std::uint64_t ts = t.token_seed(request, pos);
-    int last = -1;                 // the last layer drawn, its experts in chain[(last % 2)·k]
-    for (int j = 0; j < num_layers; ++j) {
-      const int l = layers[j];
-      int m = std::max(0, l - depth);
-      if (last >= m - 1 && last >= 0) m = last + 1;
-      const ExpertId* prev = last >= 0 && last == m - 1 ? chain + (last % 2) * t.k : nullptr;
-      for (; m <= l; ++m) {
-        SplitMix64 rng = Tables::layer_rng(ts, m);
-        ExpertId* slot = chain + (m % 2) * t.k;
-        t.draw_layer(c, m, prev, rng, slot);
-        prev = slot;
-      }
-      last = l;
-      std::copy_n(chain + (l % 2) * t.k, t.k, dst + static_cast<std::size_t>(j) * t.k);
-    }
+  const std::size_t k = static_cast<std::size_t>(t.k), n = static_cast<std::size_t>(num_layers) * k;
+  // The tokens that draw fresh experts (a span's first token draws its fresh source's), and those
+  // that copy the previous token's.
+  struct Fresh {
+    RequestCtx c;
+    std::uint64_t seed;
+    ExpertId* dst;
   };
-  fresh(t.fresh_source(request, first), out);
-  for (std::uint32_t i = 1; i < count; ++i) {
-    ExpertId* dst = out + i * n;
-    if (t.reuses(request, first + i)) std::copy_n(dst - n, n, dst);
-    else fresh(first + i, dst);
+  thread_local std::vector<Fresh> fresh;
+  thread_local std::vector<ExpertId*> reused;
+  thread_local std::vector<ExpertId> chains;  // per fresh token: its last two drawn layers
+  fresh.clear();
+  reused.clear();
+  ExpertId* dst = out;
+  for (const TokenSpan* s = spans; s != spans + num_spans; ++s) {
+    const RequestCtx c = t.context(s->request);
+    for (std::uint32_t i = 0; i < s->count; ++i, dst += n) {
+      if (i == 0) fresh.push_back({c, t.token_seed(s->request, t.fresh_source(s->request, s->first)), dst});
+      else if (t.reuses(s->request, s->first + i)) reused.push_back(dst);
+      else fresh.push_back({c, t.token_seed(s->request, s->first + i), dst});
+    }
   }
+  chains.resize(fresh.size() * 2 * k);
+  // Each listed layer drawn after its truncated chain (from l − depth, or on from the previous
+  // listed layer when that is closer), layer by layer across the tokens.
+  const int depth = t.a > 0 ? kChainDepth : 0;
+  int last = -1;  // the last layer drawn; a token's experts there are in its chain[(last % 2)·k]
+  for (int j = 0; j < num_layers; ++j) {
+    const int l = layers[j];
+    int m = std::max(0, l - depth);
+    if (last >= m - 1 && last >= 0) m = last + 1;
+    bool chained = last >= 0 && last == m - 1;
+    for (; m <= l; ++m, chained = true) {
+      for (std::size_t f = 0; f < fresh.size(); ++f) {
+        ExpertId* chain = &chains[f * 2 * k];
+        SplitMix64 rng = Tables::layer_rng(fresh[f].seed, m);
+        t.draw_layer(fresh[f].c, m, chained ? chain + ((m - 1) % 2) * k : nullptr, rng, chain + (m % 2) * k);
+      }
+    }
+    last = l;
+    for (std::size_t f = 0; f < fresh.size(); ++f)
+      std::copy_n(&chains[f * 2 * k + (l % 2) * k], k, fresh[f].dst + static_cast<std::size_t>(j) * k);
+  }
+  for (ExpertId* d : reused) std::copy_n(d - n, n, d);  // in token order: a copy of a copy is right
 }
 
 void SyntheticRouting::do_route(std::uint32_t request, std::uint32_t position, int moe_layer, ExpertId* out) const {

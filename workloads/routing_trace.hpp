@@ -75,6 +75,14 @@ class RoutingSource {
   // Determinism: a pure function of its arguments, like route_tokens.
   void route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, std::span<const int> layers,
                     std::span<ExpertId> out) const;
+  // Several requests' positions at once (a step's tokens): out holds each span's block of
+  // count·layers.size()·top_k ids in turn, each as route_layers lays it out, with the same ids.
+  // SyntheticRouting draws them layer by layer across all the spans' tokens, so one layer's
+  // tables stay in cache for the whole step instead of being walked again per token.
+  struct TokenSpan {
+    std::uint32_t request, first, count;
+  };
+  void route_layers(std::span<const TokenSpan> spans, std::span<const int> layers, std::span<ExpertId> out) const;
   static constexpr int kChainDepth = 1;
 
   // Each expert's share of the top-k picks at each MoE layer (shares[layer·experts + expert], each
@@ -103,9 +111,9 @@ class RoutingSource {
   virtual void do_route_tokens(std::uint32_t request, std::uint32_t first, std::uint32_t count, ExpertId* out) const = 0;
   // Default: routes the whole token and copies one layer.
   virtual void do_route(std::uint32_t request, std::uint32_t position, int moe_layer, ExpertId* out) const;
-  // Default: routes whole tokens and copies the listed layers.
-  virtual void do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, const int* layers,
-                               int num_layers, ExpertId* out) const;
+  // Default: routes each span's whole tokens and copies the listed layers.
+  virtual void do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers, int num_layers,
+                               ExpertId* out) const;
 
  private:
 
@@ -160,8 +168,8 @@ class RoutingTraceFile final : public RoutingSource {
 
   void do_route_tokens(std::uint32_t request, std::uint32_t first, std::uint32_t count, ExpertId* out) const override;
   void do_route(std::uint32_t request, std::uint32_t position, int moe_layer, ExpertId* out) const override;
-  void do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, const int* layers,
-                       int num_layers, ExpertId* out) const override;
+  void do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers, int num_layers,
+                       ExpertId* out) const override;
   const unsigned char* token_ids(std::uint32_t request, std::uint32_t position) const;
 
   std::string bytes_;                       // the whole file, immutable
@@ -225,8 +233,8 @@ class SyntheticRouting final : public RoutingSource {
  private:
   void do_route_tokens(std::uint32_t request, std::uint32_t first, std::uint32_t count, ExpertId* out) const override;
   void do_route(std::uint32_t request, std::uint32_t position, int moe_layer, ExpertId* out) const override;
-  void do_route_layers(std::uint32_t request, std::uint32_t first, std::uint32_t count, const int* layers,
-                       int num_layers, ExpertId* out) const override;
+  void do_route_layers(const TokenSpan* spans, std::size_t num_spans, const int* layers, int num_layers,
+                       ExpertId* out) const override;
 
   struct Tables;
   SyntheticRoutingParams params_;     // fixed at construction

@@ -108,6 +108,51 @@ void LayerRouting::sort_touched(std::size_t U, std::vector<Pair>& by_to) {
   counting_sort(touched, by_to, U, [](const Pair& x) { return x.to; });    // (to, from) order
 }
 
+namespace {
+
+// Whether attention group `a` is taken from the population shares without drawing a token: with
+// one EP rank, which experts a token picks changes only how many experts are read (each token goes
+// to every expert-TP member either way). Once a group has 4·E/k tokens or more, at most e^−4 ≈ 2%
+// of the experts are expected idle (uniform shares; more when skewed), so the fast path takes the
+// expected count and draws no token; smaller groups are drawn.
+bool expected_group(const BatchRoutingContext& ctx, const std::vector<SeqWork>& group, int window, double& tokens) {
+  tokens = 0;
+  if (window <= 0 || ctx.experts->ep() != 1) return false;
+  for (const SeqWork& sq : group) tokens += std::max(0, sq.new_tokens);
+  const RoutingShape& shape = ctx.source->shape();
+  return tokens * shape.top_k >= 4.0 * static_cast<double>(shape.experts);
+}
+
+// The routed tokens of every sequence (its first `window` new tokens, or all), in batch order.
+void draw_window(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::vector<ExpertId>& ids) {
+  thread_local std::vector<RoutingSource::TokenSpan> spans;
+  spans.clear();
+  std::size_t tokens = 0;
+  for (const auto& group : batch.groups) {
+    double expected = 0;
+    if (expected_group(ctx, group, window, expected)) continue;
+    for (const SeqWork& sq : group) {
+      if (sq.new_tokens <= 0) continue;
+      const int c = window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens;
+      spans.push_back({sq.request, sq.first_pos, static_cast<std::uint32_t>(c)});
+      tokens += static_cast<std::size_t>(c);
+    }
+  }
+  const std::size_t per = ctx.layers.size() * static_cast<std::size_t>(ctx.source->shape().top_k);
+  ids.resize(tokens * per);
+  if (!ctx.every_layer) {
+    ctx.source->route_layers(spans, ctx.layers, ids);
+    return;
+  }
+  std::size_t at = 0;
+  for (const auto& s : spans) {
+    ctx.source->route_tokens(s.request, s.first, s.count, std::span<ExpertId>(ids).subspan(at, s.count * per));
+    at += s.count * per;
+  }
+}
+
+}  // namespace
+
 void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::span<LayerRouting> out) {
   const RoutingSource& source = *ctx.source;
   const ExpertLayout& ex = *ctx.experts;
@@ -115,22 +160,16 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
   const std::size_t nr = ctx.layers.size(), E = static_cast<std::size_t>(source.shape().experts);
   const auto U = static_cast<std::size_t>(ctx.unit);
   long step_token = 0;  // picks a replica per token (ExpertLayout::slot_of)
-  std::vector<ExpertId> ids;
+  thread_local std::vector<ExpertId> all_ids;
+  draw_window(ctx, batch, window, all_ids);
+  const ExpertId* ids = all_ids.data();
   std::vector<int> dest;
   thread_local WindowPicks picks;
-  // With one EP rank, which experts a token picks changes only how many experts are read (each
-  // token goes to every expert-TP member either way). Once a group has 4·E/k tokens or more, at
-  // most e^−4 ≈ 2% of the experts are expected idle (uniform shares; more when skewed), so the
-  // fast path takes the expected count and draws no token; smaller groups are drawn.
-  const bool expect_large = window > 0 && ex.ep() == 1;
   for (std::size_t a = 0; a < batch.groups.size(); ++a) {
-    if (expect_large) {
-      double tokens = 0;
-      for (const SeqWork& sq : batch.groups[a]) tokens += std::max(0, sq.new_tokens);
-      if (tokens * k >= 4.0 * static_cast<double>(E)) {
-        estimate_rest(ctx, static_cast<int>(a), 0, tokens, picks, out);
-        continue;
-      }
+    double tokens = 0;
+    if (expected_group(ctx, batch.groups[a], window, tokens)) {
+      estimate_rest(ctx, static_cast<int>(a), 0, tokens, picks, out);
+      continue;
     }
     long token_index = 0;
     for (const SeqWork& sq : batch.groups[a]) {
@@ -138,13 +177,10 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
       const int c = window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens;
       const bool estimate = c < sq.new_tokens;
       if (estimate) picks.reset(nr, E);
-      ids.resize(static_cast<std::size_t>(c) * nr * static_cast<std::size_t>(k));
-      if (ctx.every_layer) source.route_tokens(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ids);
-      else source.route_layers(sq.request, sq.first_pos, static_cast<std::uint32_t>(c), ctx.layers, ids);
       for (int i = 0; i < c; ++i, ++token_index, ++step_token) {
         const auto src = static_cast<std::uint32_t>(static_cast<long>(a) * ctx.tp + token_index % ctx.tp);
-        for (std::size_t j = 0; j < nr; ++j) {
-          const ExpertId* x = &ids[(static_cast<std::size_t>(i) * nr + j) * static_cast<std::size_t>(k)];
+        for (std::size_t j = 0; j < nr; ++j, ids += k) {
+          const ExpertId* x = ids;
           LayerRouting& L = out[j];
           dest.clear();
           for (int q = 0; q < k; ++q) {

@@ -3,9 +3,9 @@
 // matrix, from which the MoE lowering makes grouped-GEMM work and all-to-all sizes.
 //
 // Owns: LayerRouting (one layer's accumulators and its dispatch/combine matrices) and
-// route_batch. Each sequence's first `window` new tokens are routed through the RoutingSource
-// token by token — all of them for decode tokens, short chunks, and on the exact path. The rest
-// of a longer prompt chunk is estimated, not drawn (docs/simulation.md, "Routing window"): the
+// route_batch. Each sequence's first `window` new tokens are routed through the RoutingSource, in
+// one call for the whole step — all of them for decode tokens, short chunks, and on the exact path.
+// The rest of a longer prompt chunk is estimated, not drawn (docs/simulation.md, "Routing window"): the
 // expected picks of each expert are the posterior mean of a Dirichlet-multinomial — the window's
 // picks plus the source's population shares (RoutingSource::pick_shares) weighted by its measured
 // concentration κ (RoutingSource::pick_concentration), so a window of n picks and the population
