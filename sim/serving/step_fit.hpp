@@ -6,8 +6,8 @@
 // exactly for every step and swapped in, StepCosts), what its tokens in all decide (experts,
 // all-to-all sizes, GEMMs) and, under attention-DP, what the tokens of its largest group holding
 // chunks decide (that group's projections and its share of the dispatch: the critical path runs
-// through it). MixedFit keeps the executed mixed steps of each stratum (one group holding chunks
-// or several, whether decode tokens are beside them, cost class) and times a new step by
+// through it). MixedFit keeps the executed mixed steps of each stratum (whether decode tokens are
+// beside the chunks, cost class) and times a new step by
 // weighted least squares of the rest (makespan less critical attention) in its tokens and in the
 // tokens outside that group, over the nearest executed steps within 2× of its tokens (at least
 // four, a triangular kernel in log tokens). The timing is the fit's weights applied to every
