@@ -14,6 +14,7 @@
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/step_costs.hpp"
+#include "sim/step/schedule_summary.hpp"
 #include "sim/step/link_traffic.hpp"
 #include "sim/step/lowering.hpp"
 #include "topologies/cluster.hpp"
@@ -80,14 +81,9 @@ void accumulate(ServingBreakdown& b, const StepTiming& t) {
 // A folded operation counts as the `weight` kernels it stands for.
 int kernels_per_step(const StepProgram& p) {
   std::vector<double> n(static_cast<std::size_t>(p.num_ranks()), 0);
-  for (const auto& op : p.ops) {
-    if (op.type == OpType::Collective) {
-      for (int r : p.groups[static_cast<std::size_t>(op.group)]) n[static_cast<std::size_t>(r)] += op.weight;
-    } else {
-      n[static_cast<std::size_t>(op.rank)] += op.weight;
-      if (op.type == OpType::Send) n[static_cast<std::size_t>(op.peer)] += op.weight;
-    }
-  }
+  int pair[2];
+  for (const auto& op : p.ops)
+    for (int r : op_ranks(p, op, pair)) n[static_cast<std::size_t>(r)] += op.weight;
   return n.empty() ? 0 : static_cast<int>(std::lround(*std::max_element(n.begin(), n.end())));
 }
 
@@ -665,6 +661,7 @@ class ReplicaSim {
   static LoweringOptions folded(const ServingOptions& o, const std::shared_ptr<const ExpertLayout>& experts, int fold) {
     LoweringOptions lo;
     lo.fold_moe_layers = fold;
+    lo.group_compute = fold > 0;  // the fast path: an analytic executor
     lo.max_routed_tokens_per_seq = o.routed_tokens_per_seq;
     lo.experts = experts;
     return lo;

@@ -304,9 +304,10 @@ StepTiming SimgridExecutor::run(const StepProgram& program, std::vector<Timeline
   // A folded program (the fast path's one layer standing for many) has no meaning as flows: its
   // operations would run once instead of `weight` times. The simgrid tier lowers its samples whole.
   for (const StepOp& op : program.ops)
-    if (op.weight != 1)
+    if (op.weight != 1 || (op.type == OpType::Compute && op.group >= 0))
       throw std::logic_error("SimgridExecutor: a folded step program (operation weight " + std::to_string(op.weight) +
-                             "); serve through the simgrid tier (sim/simgrid/fidelity.hpp) or ServingOptions::set_exact()");
+                             ", or one kernel for a TP group); serve through the simgrid tier (sim/simgrid/fidelity.hpp) or "
+                             "ServingOptions::set_exact()");
   return st_->run(program, timeline);
 }
 

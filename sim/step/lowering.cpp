@@ -119,24 +119,26 @@ double div_of(Shard s, int ways) { return s == Shard::Replicate ? 1.0 : static_c
 // Builds one step program; holds the per-rank "current op" of the main data flow.
 class Builder {
  public:
-  explicit Builder(StepProgram& prog) : prog_(prog), cur_(prog.rank_gpu.size(), -1), extra_(prog.rank_gpu.size()) {}
+  Builder(StepProgram& prog, bool group_compute)
+      : prog_(prog), cur_(prog.rank_gpu.size(), -1), extra_(prog.rank_gpu.size()), group_(group_compute) {}
 
   int compute(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math,
               ComputeKind kernel = ComputeKind::Memory, double rows = 0) {
-    StepOp op;
-    op.type = OpType::Compute;
-    op.kernel = kernel;
-    op.rows = rows;
-    op.cls = cls;
-    op.layer = layer;
-    op.stage = stage;
-    op.rank = rank;
-    op.flops = flops;
-    op.hbm_bytes = bytes;
-    op.math = math;
-    op.weight = weight_;
     one_[0] = rank;
-    return advance(op, one_);
+    return advance(compute_op(rank, cls, layer, stage, flops, bytes, math, kernel, rows), one_);
+  }
+
+  // The same kernel on each of `ranks`, whose collective group is `group`: one operation over the
+  // group when grouping is on (LoweringOptions::group_compute), else one per rank.
+  void compute_each(const std::vector<int>& ranks, int group, OpClass cls, int layer, int stage, double flops,
+                    double bytes, Dtype math, ComputeKind kernel = ComputeKind::Memory, double rows = 0) {
+    if (!group_ || ranks.size() < 2 || group < 0 || prog_.groups[static_cast<std::size_t>(group)] != ranks) {
+      for (int r : ranks) compute(r, cls, layer, stage, flops, bytes, math, kernel, rows);
+      return;
+    }
+    StepOp op = compute_op(ranks.front(), cls, layer, stage, flops, bytes, math, kernel, rows);
+    op.group = group;
+    advance(op, ranks);
   }
 
   // A collective over `group` (index into prog.groups); skipped (returns −1) for groups of one rank.
@@ -208,12 +210,30 @@ class Builder {
     return id;
   }
 
+  StepOp compute_op(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math,
+                    ComputeKind kernel, double rows) const {
+    StepOp op;
+    op.type = OpType::Compute;
+    op.kernel = kernel;
+    op.rows = rows;
+    op.cls = cls;
+    op.layer = layer;
+    op.stage = stage;
+    op.rank = rank;
+    op.flops = flops;
+    op.hbm_bytes = bytes;
+    op.math = math;
+    op.weight = weight_;
+    return op;
+  }
+
   StepProgram& prog_;
   std::vector<int> cur_;
   std::vector<std::vector<int>> extra_;
   std::vector<int> deps_;  // scratch
   std::vector<int> one_{0};  // scratch: a single rank
   double weight_ = 1;
+  bool group_ = false;
 };
 
 }  // namespace
@@ -242,7 +262,8 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
 // Core attention over each sequence's context (causal inside the new tokens): one paged decode
 // kernel for the decoding sequences, one prefill kernel for the prompt chunks, on each of `ranks`.
 template <class B>
-void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const {
+void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ranks, int group,
+                         const std::vector<SeqWork>& seqs) const {
   const ModelSpec& m = model_;
   const bool mla = m.attention == AttentionKind::MLA;
   const double heads_local = m.heads / div_of(plan_.shard(Op::Qkv), plan_.deg.tp);
@@ -264,7 +285,7 @@ void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ran
   for (int k : {1, 0}) {
     if (flops[k] <= 0) continue;
     ComputeKind kind = k ? ComputeKind::DecodeAttention : ComputeKind::PrefillAttention;
-    for (int r : ranks) b.compute(r, OpClass::Attention, layer, stage, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
+    b.compute_each(ranks, group, OpClass::Attention, layer, stage, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
   }
 }
 
@@ -272,7 +293,7 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
   const Degrees& d = plan_.deg;
   prog.clear();
   prog.rank_gpu = rank_gpu_;
-  Builder b(prog);
+  Builder b(prog, options_.group_compute);
   std::vector<int> ranks;
   for (int s = 0; s < d.pp; ++s) {
     const auto& layers = lowered_[static_cast<std::size_t>(s)];
@@ -283,7 +304,8 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
     for (int a = 0; a < d.attn_dp && a < static_cast<int>(batch.groups.size()); ++a) {
       ranks.clear();
       for (int t = 0; t < d.tp; ++t) ranks.push_back(s * d.unit() + a * d.tp + t);
-      attention(b, layers.front().layer, s, ranks, batch.groups[static_cast<std::size_t>(a)]);
+      const int group = options_.group_compute && d.tp > 1 ? prog.add_group(ranks) : -1;
+      attention(b, layers.front().layer, s, ranks, group, batch.groups[static_cast<std::size_t>(a)]);
     }
   }
 }
@@ -296,7 +318,7 @@ class Lowering::WholeStep {
  public:
   WholeStep(const Lowering& lo, const ReplicaBatch& batch, StepProgram& prog)
       : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_)),
-        b_(prog), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp), h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
+        b_(prog, lo.options_.group_compute && !lo.two_batch_overlap()), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp), h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
         wb_(bytes_of(plan_.dtypes.weights)), math_(plan_.dtypes.math()), R_(d_.sp > 1 ? Lay::Split : Lay::Full),
         dense_w_(layer_weights_per_gpu(plan_, m_, false)), moe_w_(layer_weights_per_gpu(plan_, m_, true)),
         v_dim_(m_.attention == AttentionKind::MLA ? m_.v_head_dim : m_.head_dim),
@@ -392,24 +414,22 @@ class Lowering::WholeStep {
     if (tokens <= 0) return in;
     const double mm = mm_, h = h_, ab = ab_;
     Lay x = b_.convert(in, need_of(up), group, tokens, h, ab, comm_cls, layer, s);
-    for (int r : ranks)
-      b_.compute(r, cls, layer, s, 2 * tokens * h * F * (mm - 1) / div_of(up, ways),
-                 active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab,
-                 math_, kernel, rows);
+    b_.compute_each(ranks, group, cls, layer, s, 2 * tokens * h * F * (mm - 1) / div_of(up, ways),
+                    active_weights_bytes * (mm - 1) / mm / div_of(up, ways) + tokens * (h + F * (mm - 1) / div_of(up, ways)) * ab,
+                    math_, kernel, rows);
     x = out_of(up);
     const double width = x == Lay::Partial ? F * (mm - 1) : F;
     b_.convert(x, need_of(down), group, tokens, width, ab, comm_cls, layer, s);
-    for (int r : ranks)
-      b_.compute(r, cls, layer, s, 2 * tokens * F * h / div_of(down, ways),
-                 active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math_, kernel, rows);
+    b_.compute_each(ranks, group, cls, layer, s, 2 * tokens * F * h / div_of(down, ways),
+                    active_weights_bytes / mm / div_of(down, ways) + tokens * (F / div_of(down, ways) + h) * ab, math_, kernel,
+                    rows);
     return out_of(down);
   }
 
   void norm(int s, int layer, int a, double tokens) {
     const double share = R_ == Lay::Split ? tokens / tp_ : tokens;
-    for (int t = 0; t < tp_; ++t)
-      b_.compute(rank(s, a * tp_ + t), OpClass::Norm, layer, s, 4 * share * h_, 2 * share * h_ * ab_ + h_ * 2, Dtype::BF16,
-                 ComputeKind::Memory, share);
+    b_.compute_each(tp_ranks(s, a), tp_group(s, a), OpClass::Norm, layer, s, 4 * share * h_, 2 * share * h_ * ab_ + h_ * 2,
+                    Dtype::BF16, ComputeKind::Memory, share);
   }
 
   // Pipeline receive, or the embedding on the first stage.
@@ -418,9 +438,8 @@ class Lowering::WholeStep {
       if (T_[a] <= 0) continue;
       if (s == 0) {
         const Shard e = plan_.shard(Op::Embed);
-        for (int r : tp_ranks(s, a))
-          b_.compute(r, OpClass::Embedding, -1, s, 0, T_[a] * h_ * (wb_ / div_of(e, tp_) + ab_), Dtype::BF16,
-                     ComputeKind::Memory, T_[a]);
+        b_.compute_each(tp_ranks(s, a), tp_group(s, a), OpClass::Embedding, -1, s, 0,
+                        T_[a] * h_ * (wb_ / div_of(e, tp_) + ab_), Dtype::BF16, ComputeKind::Memory, T_[a]);
         b_.convert(out_of(e) == Lay::Split && e == Shard::Vocab ? Lay::Partial : out_of(e), R_, tp_group(s, a), T_[a], h_, ab_,
                    OpClass::TpComm, -1, s);
       } else {
@@ -438,15 +457,13 @@ class Lowering::WholeStep {
       norm(s, l, a, T_[a]);
       b_.convert(R_, Lay::Full, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
       const double qkv_local = lw.attention - o_local_;
-      for (int r : ranks)
-        b_.compute(r, OpClass::QkvProj, l, s, 2 * T_[a] * qkv_local, qkv_local * wb_ + T_[a] * h_ * ab_ * 2, math_,
-                   ComputeKind::Gemm, T_[a]);
-      lo_.attention(b_, l, s, ranks, batch_.groups[static_cast<std::size_t>(a)]);
+      b_.compute_each(ranks, tp_group(s, a), OpClass::QkvProj, l, s, 2 * T_[a] * qkv_local,
+                      qkv_local * wb_ + T_[a] * h_ * ab_ * 2, math_, ComputeKind::Gemm, T_[a]);
+      lo_.attention(b_, l, s, ranks, tp_group(s, a), batch_.groups[static_cast<std::size_t>(a)]);
       const Shard os = plan_.shard(Op::AttnOut);
       b_.convert(attn_layout_, need_of(os), tp_group(s, a), T_[a], m_.heads * v_dim_, ab_, OpClass::TpComm, l, s);
-      for (int r : ranks)
-        b_.compute(r, OpClass::AttnOutProj, l, s, 2 * T_[a] * o_local_,
-                   o_local_ * wb_ + T_[a] * (m_.heads * v_dim_ / tp_ + h_) * ab_, math_, ComputeKind::Gemm, T_[a]);
+      b_.compute_each(ranks, tp_group(s, a), OpClass::AttnOutProj, l, s, 2 * T_[a] * o_local_,
+                      o_local_ * wb_ + T_[a] * (m_.heads * v_dim_ / tp_ + h_) * ab_, math_, ComputeKind::Gemm, T_[a]);
       b_.convert(out_of(os), R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
     }
   }
@@ -498,9 +515,8 @@ class Lowering::WholeStep {
       b_.convert(R_, Lay::Full, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
       if (m_.shared_experts > 0) shared_fork_[a] = b_.snapshot();
       const Shard rs = plan_.shard(Op::Router);
-      for (int r : tp_ranks(s, a))
-        b_.compute(r, OpClass::Router, l, s, 2 * T_[a] * h_ * m_.experts / div_of(rs, tp_), lw.router * wb_ + T_[a] * h_ * ab_,
-                   Dtype::BF16, ComputeKind::Gemm, T_[a]);
+      b_.compute_each(tp_ranks(s, a), tp_group(s, a), OpClass::Router, l, s, 2 * T_[a] * h_ * m_.experts / div_of(rs, tp_),
+                      lw.router * wb_ + T_[a] * h_ * ab_, Dtype::BF16, ComputeKind::Gemm, T_[a]);
       if (rs == Shard::Column) b_.convert(Lay::Split, Lay::Full, tp_group(s, a), T_[a], m_.experts, 4, OpClass::TpComm, l, s);
     }
   }
@@ -571,10 +587,9 @@ class Lowering::WholeStep {
       norm(s, -1, a, emit_[a]);
       b_.convert(R_, Lay::Full, tp_group(s, a), emit_[a], h_, ab_, OpClass::TpComm, -1, s);
       const Shard hs = plan_.shard(Op::LmHead);
-      for (int r : tp_ranks(s, a))
-        b_.compute(r, OpClass::LmHead, -1, s, 2 * emit_[a] * h_ * m_.vocab / div_of(hs, tp_),
-                   m_.vocab * h_ * wb_ / div_of(hs, tp_) + emit_[a] * (h_ + m_.vocab / div_of(hs, tp_)) * ab_, math_,
-                   ComputeKind::Gemm, emit_[a]);
+      b_.compute_each(tp_ranks(s, a), tp_group(s, a), OpClass::LmHead, -1, s, 2 * emit_[a] * h_ * m_.vocab / div_of(hs, tp_),
+                      m_.vocab * h_ * wb_ / div_of(hs, tp_) + emit_[a] * (h_ + m_.vocab / div_of(hs, tp_)) * ab_, math_,
+                      ComputeKind::Gemm, emit_[a]);
       b_.convert(out_of(hs), Lay::Full, tp_group(s, a), emit_[a], m_.vocab, ab_, OpClass::TpComm, -1, s);
     }
   }

@@ -67,6 +67,14 @@ struct LoweringOptions {
   // stages (at least one each), and each stage's dense layers onto one; 0 lowers every layer.
   // Ignored when only_layers is set.
   int fold_moe_layers = 0;
+  // One compute operation for the same kernel on every rank of a tensor-parallel group (over the
+  // group's ranks, StepOp::group) instead of one per rank: the group's next collective waits for
+  // its last rank either way, so the step's times are the same (to the last bit of a sum; tested)
+  // while its program holds a fraction of the operations (the attention side of a TP group).
+  // Not under two-batch overlap: there a rank that is ready early runs the other micro-batch's
+  // work meanwhile, and one operation for the group would hold it back (TPOT p90 +2.7%).
+  // Analytic executors only (SimGrid runs one activity per rank and refuses them).
+  bool group_compute = false;
   // Where the experts live (EPLB); null = built by the Lowering (contiguous, or measured from the
   // routing when the plan has redundant experts). serve() builds it once for all replicas.
   std::shared_ptr<const ExpertLayout> experts;
@@ -103,7 +111,7 @@ class Lowering {
   class WholeStep;  // lowering.cpp: one micro-batch, block by block
   void lower_whole(const ReplicaBatch& batch, StepProgram& out) const;  // one micro-batch
   template <class B>
-  void attention(B& b, int layer, int stage, const std::vector<int>& ranks, const std::vector<SeqWork>& seqs) const;
+  void attention(B& b, int layer, int stage, const std::vector<int>& ranks, int group, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
   // Each step runs as two interleaved micro-batches (the engine's two-batch overlap, with EP).
   bool two_batch_overlap() const;

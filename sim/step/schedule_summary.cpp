@@ -8,7 +8,8 @@
 namespace shardsim {
 
 std::span<const int> op_ranks(const StepProgram& p, const StepOp& op, int (&pair)[2]) {
-  if (op.type == OpType::Collective) return p.groups[static_cast<std::size_t>(op.group)];
+  if (op.type == OpType::Collective || (op.type == OpType::Compute && op.group >= 0))
+    return p.groups[static_cast<std::size_t>(op.group)];
   pair[0] = op.rank;
   pair[1] = op.peer;
   return std::span<const int>(pair, op.type == OpType::Send ? 2 : 1);
@@ -145,7 +146,7 @@ StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& s
         experts_key = key;
         if (experts->empty()) experts->assign(static_cast<std::size_t>(ranks), 0);
       }
-      (*experts)[static_cast<std::size_t>(op.rank)] += dur;
+      for (int r : involved) (*experts)[static_cast<std::size_t>(r)] += dur;
     }
     if (timeline)
       for (int r : involved) timeline->push_back({r, op.stream(), op.cls, op.layer, start[i], dur, op_name(op)});

@@ -27,8 +27,9 @@
 
 namespace shardsim {
 
-// Ranks an operation occupies: the compute rank, both ends of a send, or the whole group — a
-// view of the group, or of `pair` (filled here) for a compute or a send; no copy.
+// Ranks an operation occupies: the compute rank (or its group, for a kernel lowered once for a
+// TP group: LoweringOptions::group_compute), both ends of a send, or a collective's whole group —
+// a view of the group, or of `pair` (filled here) for one rank or a send; no copy.
 std::span<const int> op_ranks(const StepProgram& p, const StepOp& op, int (&pair)[2]);
 // The same, copied into `out`.
 void involved_ranks(const StepProgram& p, const StepOp& op, std::vector<int>& out);

@@ -2,7 +2,8 @@
 //
 // Owns: StepProgram, the abstraction both executors run unchanged (docs/architecture.md). Ranks are the
 // replica's GPUs (rank r sits on cluster GPU rank_gpu[r]). Operations:
-//   compute(rank, kernel, rows, flops, hbm_bytes)   on the rank's compute stream
+//   compute(rank, kernel, rows, flops, hbm_bytes)   on the rank's compute stream (or, with a group,
+//                                         the same kernel on each of the group's ranks at once)
 //   collective(kind, group, bytes)        on the comm stream of every rank of the group; bytes is
 //                                         the per-rank buffer (all-reduce: the full tensor; all-gather:
 //                                         the gathered output; reduce-scatter: the input; all-to-all:
@@ -59,7 +60,7 @@ struct StepOp {
   ComputeKind kernel = ComputeKind::Memory;  // Compute: which kernel curve applies
   double rows = 0;             // Compute: the kernel's shape (GEMM M; tokens per expert; KV length per sequence)
   // Collective
-  int group = -1;              // index into StepProgram::groups
+  int group = -1;              // index into StepProgram::groups (Collective; Compute: its TP group, or −1)
   CollKind coll = CollKind::AllReduce;
   CollAlgo algo = CollAlgo::Auto;
   double bytes = 0;            // Collective: per-rank bytes (see header); Send: bytes
