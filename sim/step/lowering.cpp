@@ -145,29 +145,15 @@ class Builder {
   int collective(CollKind kind, int group, OpClass cls, int layer, int stage, double bytes, int matrix = -1) {
     const auto& ranks = prog_.groups[static_cast<std::size_t>(group)];
     if (ranks.size() <= 1 || bytes <= 0) return -1;
-    StepOp op;
-    op.type = OpType::Collective;
-    op.cls = cls;
-    op.layer = layer;
-    op.stage = stage;
-    op.group = group;
-    op.coll = kind;
-    op.bytes = bytes;
-    op.matrix = matrix;
-    op.weight = weight_;
-    return advance(op, ranks);
+    return advance({.type = OpType::Collective, .cls = cls, .layer = layer, .stage = stage, .group = group, .coll = kind,
+                    .bytes = bytes, .matrix = matrix, .weight = weight_},
+                   ranks);
   }
 
   int send(int src, int dst, int layer, int stage, double bytes) {
-    StepOp op;
-    op.type = OpType::Send;
-    op.cls = OpClass::PipelineP2p;
-    op.layer = layer;
-    op.stage = stage;
-    op.rank = src;
-    op.peer = dst;
-    op.bytes = bytes;
-    return advance(op, {src, dst});
+    return advance({.type = OpType::Send, .cls = OpClass::PipelineP2p, .layer = layer, .stage = stage, .rank = src,
+                    .bytes = bytes, .peer = dst},
+                   {src, dst});
   }
 
   // Layout conversion inside a group; width in elements per token.
@@ -212,19 +198,8 @@ class Builder {
 
   StepOp compute_op(int rank, OpClass cls, int layer, int stage, double flops, double bytes, Dtype math,
                     ComputeKind kernel, double rows) const {
-    StepOp op;
-    op.type = OpType::Compute;
-    op.kernel = kernel;
-    op.rows = rows;
-    op.cls = cls;
-    op.layer = layer;
-    op.stage = stage;
-    op.rank = rank;
-    op.flops = flops;
-    op.hbm_bytes = bytes;
-    op.math = math;
-    op.weight = weight_;
-    return op;
+    return {.type = OpType::Compute, .cls = cls, .layer = layer, .stage = stage, .rank = rank, .flops = flops,
+            .hbm_bytes = bytes, .math = math, .kernel = kernel, .rows = rows, .weight = weight_};
   }
 
   StepProgram& prog_;
