@@ -304,7 +304,7 @@ StepTiming SimgridExecutor::run(const StepProgram& program, std::vector<Timeline
   // A folded program (the fast path's one layer standing for many) has no meaning as flows: its
   // operations would run once instead of `weight` times. The simgrid tier lowers its samples whole.
   for (const StepOp& op : program.ops)
-    if (op.weight != 1 || (op.type == OpType::Compute && op.group >= 0))
+    if (op.analytic_only())
       throw std::logic_error("SimgridExecutor: a folded step program (operation weight " + std::to_string(op.weight) +
                              ", or one kernel for a TP group); serve through the simgrid tier (sim/simgrid/fidelity.hpp) or "
                              "ServingOptions::set_exact()");

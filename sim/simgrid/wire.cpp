@@ -174,7 +174,7 @@ std::string encode(const StepProgram& p) {
   }
   w.count(p.ops.size());
   for (const StepOp& op : p.ops) {
-    if (op.weight != 1 || (op.type == OpType::Compute && op.group >= 0))
+    if (op.analytic_only())
       throw std::logic_error("encode: a folded step program (operation weight " + std::to_string(op.weight) +
                              ", or one kernel for a TP group) is analytic only; lower SimGrid programs unfolded");
     w.u8(static_cast<std::uint8_t>(op.type));

@@ -123,7 +123,10 @@ bool expected_group(const BatchRoutingContext& ctx, const std::vector<SeqWork>& 
   return tokens * shape.top_k >= 4.0 * static_cast<double>(shape.experts);
 }
 
-// The routed tokens of every sequence (its first `window` new tokens, or all), in batch order.
+// The tokens of `sq` routed this step: its first `window` new tokens (0 = all of them).
+int routed_of(const SeqWork& sq, int window) { return window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens; }
+
+// The routed tokens of every sequence (routed_of), in batch order.
 void draw_window(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::vector<ExpertId>& ids) {
   thread_local std::vector<RoutingSource::TokenSpan> spans;
   spans.clear();
@@ -133,7 +136,7 @@ void draw_window(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
     if (expected_group(ctx, group, window, expected)) continue;
     for (const SeqWork& sq : group) {
       if (sq.new_tokens <= 0) continue;
-      const int c = window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens;
+      const int c = routed_of(sq, window);
       spans.push_back({sq.request, sq.first_pos, static_cast<std::uint32_t>(c)});
       tokens += static_cast<std::size_t>(c);
     }
@@ -174,7 +177,7 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
     long token_index = 0;
     for (const SeqWork& sq : batch.groups[a]) {
       if (sq.new_tokens <= 0) continue;
-      const int c = window > 0 ? std::min(sq.new_tokens, window) : sq.new_tokens;
+      const int c = routed_of(sq, window);  // as draw_window drew them
       const bool estimate = c < sq.new_tokens;
       if (estimate) picks.reset(nr, E);
       for (int i = 0; i < c; ++i, ++token_index, ++step_token) {

@@ -293,7 +293,8 @@ class Lowering::WholeStep {
  public:
   WholeStep(const Lowering& lo, const ReplicaBatch& batch, StepProgram& prog)
       : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_)),
-        b_(prog, lo.options_.group_compute && !lo.two_batch_overlap()), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp), h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
+        b_(prog, lo.options_.group_compute && !lo.two_batch_overlap()), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp),
+        h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
         wb_(bytes_of(plan_.dtypes.weights)), math_(plan_.dtypes.math()), R_(d_.sp > 1 ? Lay::Split : Lay::Full),
         dense_w_(layer_weights_per_gpu(plan_, m_, false)), moe_w_(layer_weights_per_gpu(plan_, m_, true)),
         v_dim_(m_.attention == AttentionKind::MLA ? m_.v_head_dim : m_.head_dim),

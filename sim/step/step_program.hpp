@@ -78,6 +78,9 @@ struct StepOp {
   std::uint32_t dep_begin = 0, dep_end = 0;
 
   Stream stream() const { return type == OpType::Compute ? Stream::Compute : Stream::Comm; }
+  // The fast path's shorthands, which only an analytic executor reads: a folded layer (weight ≠ 1)
+  // or one kernel for a whole TP group (LoweringOptions::group_compute). SimGrid refuses them.
+  bool analytic_only() const { return weight != 1 || (type == OpType::Compute && group >= 0); }
 };
 
 // An all-to-all's bytes per (sender, receiver) pair of a p-member group, stored sparsely: a wide
