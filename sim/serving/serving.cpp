@@ -93,7 +93,7 @@ class ReplicaSim {
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
              const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
       : replica_(replica), eng_(plan.engine),
-        lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan))),
+        lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan, model))),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))
                       : nullptr),
@@ -107,8 +107,8 @@ class ReplicaSim {
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
                *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }) {
-    if (large_fold(opt, plan) < run_fold(opt, plan))
-      large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large_fold(opt, plan)));
+    if (const int large = large_fold(opt, plan, model); large < run_fold(opt, plan, model))
+      large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large));
     out_.breakdown.layers_lowered = lowering_.num_lowered_layers();
     out_.breakdown.large_layers_lowered = (large_ ? *large_ : lowering_).num_lowered_layers();
     out_.breakdown.link_traffic = opt.link_traffic;
@@ -645,15 +645,20 @@ class ReplicaSim {
   // stage). A pipeline runs at its slowest stage's pace, and the maximum over stages turns each
   // stage's routing-sample noise into a bias: with two representatives per stage the deepest
   // reference case ran 1.6-2.8% slow on two of three routing seeds (docs/performance.md).
-  static int run_fold(const ServingOptions& o, const Plan& plan) {
+  // Under two-batch overlap nothing is folded: a representative standing for w layers stretches
+  // one layer's two-stream overlap w times, and the in-order streams never win back the stagger
+  // that costs — one fill of w − 1 layers per step, a bias no number of representatives removes
+  // (its reference case ran 0.1-1.3% slow; every layer lowered, inside 0.1%; performance.md).
+  static int run_fold(const ServingOptions& o, const Plan& plan, const ModelSpec& model) {
+    if (two_micro_batches(plan, model)) return 0;
     if (o.fold_moe_layers <= 0 || plan.deg.pp < ServingOptions::kDeepPipeline) return o.fold_moe_layers;
     return std::max({o.fold_moe_layers, ServingOptions::kDeepPipelineFold, ServingOptions::kMinFoldPerStage * plan.deg.pp});
   }
 
   // MoE representatives of a step routing many tokens (ServingOptions::fold_moe_layers_large): at
   // least two per pipeline stage, and never more than the run's; a deep pipeline keeps the run's.
-  static int large_fold(const ServingOptions& o, const Plan& plan) {
-    const int fold = run_fold(o, plan);
+  static int large_fold(const ServingOptions& o, const Plan& plan, const ModelSpec& model) {
+    const int fold = run_fold(o, plan, model);
     if (fold <= 0 || o.fold_moe_layers_large <= 0 || plan.deg.pp >= ServingOptions::kDeepPipeline) return fold;
     return std::min(fold, std::max(o.fold_moe_layers_large, 2 * plan.deg.pp));
   }

@@ -94,7 +94,7 @@ struct ServingOptions {
   int shape_buckets_per_octave = 12;
   // Fold the model's MoE layers onto about this many routed representatives (at least one per
   // pipeline stage) and each stage's dense layers onto one (LoweringOptions::fold_moe_layers);
-  // 0 lowers every layer. Timeline steps are never folded.
+  // 0 lowers every layer. Timeline steps and two-batch-overlap plans are never folded.
   int fold_moe_layers = 16;
   // Steps that route at least kLargeStepTokens at each MoE layer (a prompt chunk's window, or as
   // many decode tokens) fold onto this many (at least two per stage, at most the above; 0 = the

@@ -62,8 +62,8 @@ int Lowering::num_lowered_layers() const {
   return n;
 }
 
-bool Lowering::two_batch_overlap() const {
-  return plan_.engine.two_batch_overlap && plan_.deg.ep > 1 && model_.is_moe();
+bool two_micro_batches(const Plan& plan, const ModelSpec& model) {
+  return plan.engine.two_batch_overlap && plan.deg.ep > 1 && model.is_moe();
 }
 
 std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int model_moe_layers) const {
@@ -81,17 +81,6 @@ std::vector<LoweredLayer> Lowering::choose_layers(const LayerRange& range, int m
   const auto share = static_cast<std::size_t>(
       std::lround(static_cast<double>(options_.fold_moe_layers) * static_cast<double>(moe.size()) /
                   std::max(1, model_moe_layers)));
-  // Two-batch overlap fills its pipeline in the stage's first MoE layer and drains it in the last,
-  // where one micro-batch's work is not hidden by the other's: a representative standing for w
-  // layers there would count that w times (the prefill-pool validation rows lost 0.7–1.3% to it
-  // against every layer lowered).
-  // Those two are lowered as themselves (weight 1); the representatives stand for the layers
-  // between.
-  if (two_batch_overlap() && moe.size() >= 3) {
-    out.push_back({moe.front(), 1.0});
-    out.push_back({moe.back(), 1.0});
-    moe = std::vector<int>(moe.begin() + 1, moe.end() - 1);
-  }
   const std::size_t n = moe.size();
   const std::size_t R = std::min(n, std::max<std::size_t>(1, share));
   // The middle of each of R equal slices, standing for the slice.

@@ -17,11 +17,11 @@
 // routed per step (a contiguous window) and the rest estimated (sim/step/batch_routing.hpp).
 // Folding (the fast scoring path): each stage lowers one dense layer standing for all its dense
 // layers and its share of the model's `fold_moe_layers` MoE representatives (at least one; each
-// the middle layer of an equal slice) standing for the rest (StepOp::weight) — under two-batch
-// overlap its first and last MoE layers as themselves, the representatives for those between;
-// only those MoE layers are routed (RoutingSource::route_layers). Dense layers are identical, so
-// folding them only drops the overlap between neighbours; MoE layers differ by their routing, so
-// folding them samples it.
+// the middle layer of an equal slice) standing for the rest (StepOp::weight); only those MoE
+// layers are routed (RoutingSource::route_layers). Dense layers are identical, so folding them
+// only drops the overlap between neighbours; MoE layers differ by their routing, so folding them
+// samples it. Under two-batch overlap folding also biases the step (a folded layer stretches the
+// two streams' stagger; docs/performance.md), so the serving loop does not fold such plans.
 // Thread-safety: lower_step is a pure function of its inputs (the routing source is const).
 #pragma once
 
@@ -86,6 +86,10 @@ struct LoweredLayer {
   double weight = 1;
 };
 
+// Whether a step of `plan` runs as two interleaved micro-batches: the engine's two-batch overlap,
+// which needs expert parallelism (an all-to-all to hide) in a MoE model.
+bool two_micro_batches(const Plan& plan, const ModelSpec& model);
+
 // Static context of one replica: built once per (plan, model, cluster, replica), reused per step.
 class Lowering {
  public:
@@ -113,8 +117,7 @@ class Lowering {
   template <class B>
   void attention(B& b, int layer, int stage, const std::vector<int>& ranks, int group, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
-  // Each step runs as two interleaved micro-batches (the engine's two-batch overlap, with EP).
-  bool two_batch_overlap() const;
+  bool two_batch_overlap() const { return two_micro_batches(plan_, model_); }
 
   Plan plan_;
   const ModelSpec& model_;
