@@ -29,15 +29,14 @@ double AnalyticExecutor::op_time(const StepProgram& p, const StepOp& op) const {
 
 namespace {
 
-// Durations of one program's operations, unweighted, with what repeats inside a program priced
-// once: a group's GPUs, a collective of the same (group, kind, bytes), and a compute kernel equal
-// to the previous one (a tensor-parallel group issues the same kernel on each of its ranks, one
-// after the other, unless the lowering grouped them).
+// Durations of one program's operations, unweighted (AnalyticExecutor::op_time), with what
+// repeats inside a program priced once: a group's GPUs, a collective of the same (group, kind,
+// bytes), and a compute kernel equal to the previous one (a tensor-parallel group issues the same
+// kernel on each of its ranks, one after the other, unless the lowering grouped them).
 class Durations {
  public:
-  Durations(const AnalyticExecutor& ex, const Cluster& cluster, const ComputeModel& compute,
-            const CollectiveModel& collective, const StepProgram& p)
-      : ex_(ex), cluster_(cluster), compute_(compute), collective_(collective), p_(p), group_gpus_(p.groups.size()) {}
+  Durations(const AnalyticExecutor& ex, const Cluster& cluster, const CollectiveModel& collective, const StepProgram& p)
+      : ex_(ex), cluster_(cluster), collective_(collective), p_(p), group_gpus_(p.groups.size()) {}
 
   // REQUIRES: `occupied` = op_ranks(p, op).
   double seconds(const StepOp& op, std::span<const int> occupied) {
@@ -46,7 +45,7 @@ class Durations {
       case OpType::Compute:
         if (!(last_compute_ && last_compute_->kernel == op.kernel && last_compute_->rows == op.rows &&
               last_compute_->flops == op.flops && last_compute_->hbm_bytes == op.hbm_bytes && last_compute_->math == op.math))
-          last_compute_time_ = compute_time(cluster_.gpu(), op, compute_);
+          last_compute_time_ = ex_.op_time(p_, op);
         last_compute_ = &op;
         return last_compute_time_;
       case OpType::Send: return ex_.op_time(p_, op);
@@ -70,7 +69,6 @@ class Durations {
 
   const AnalyticExecutor& ex_;
   const Cluster& cluster_;
-  const ComputeModel& compute_;
   const CollectiveModel& collective_;
   const StepProgram& p_;
   std::map<std::tuple<int, int, double>, double> coll_cache_;  // (group, kind, bytes) → seconds
@@ -89,7 +87,7 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
   std::vector<int> pred(n, -1);
   // Last op on each rank's stream: [rank][stream].
   std::vector<std::array<int, 2>> last(static_cast<std::size_t>(p.num_ranks()), {-1, -1});
-  Durations durations(*this, cluster_, compute_, collective_, p);
+  Durations durations(*this, cluster_, collective_, p);
   int pair[2];
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = p.ops[i];
