@@ -66,3 +66,21 @@ failed = r["faults"]["failed_evaluations"]
 assert all("MPI rank 1" in e for e in r["faults"]["errors"]), r["faults"]["errors"]
 print("rank 1 killed: the study completed; %d evaluations in flight reported failed" % failed)
 PY
+
+# A rank that dies before its hello (here: an input error after MPI_Init, which only rank 1 is
+# given) is lost by the same --rank-timeout: rank 0 does not wait for it forever (it did: a
+# blocking probe for every rank's hello), and writes a complete study scored on its own.
+small=(search --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic --optimizers random
+       --budget 8 --seeds 1 --rank-timeout 2)
+timeout 120 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 \
+  -np 1 "$bin" "${small[@]}" --out "$dir/early" : -np 1 "$bin" "${small[@]}" --base "$dir/no-such-plan.json" --out "$dir/early1" \
+  > /dev/null 2> "$dir/early.err" || { cat "$dir/early.err" >&2; echo "mpirun failed or hung (rank 1 died before its hello)" >&2; exit 1; }
+grep -q "MPI rank 1 was lost" "$dir/early.err" || { cat "$dir/early.err" >&2; echo "rank 1 was not lost" >&2; exit 1; }
+grep -q "no-such-plan.json" "$dir/early.err" || { cat "$dir/early.err" >&2; echo "rank 1 did not fail on its input" >&2; exit 1; }
+/usr/bin/python3 - "$dir/early/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["complete"] and all(run["evaluations"] == 8 for run in r["runs"]), "the study did not complete"
+assert r["faults"]["failed_evaluations"] == 0, r["faults"]
+print("rank 1 died before its hello: lost after --rank-timeout, the study completed on rank 0")
+PY

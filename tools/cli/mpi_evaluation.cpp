@@ -179,7 +179,8 @@ bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const
 MpiEvaluator::MpiEvaluator(const Evaluator& local, int ranks, double rank_timeout_s)
     : local_(local), ranks_(ranks), rank_timeout_(rank_timeout_s), free_slots_(static_cast<std::size_t>(ranks), 0),
       scored_(static_cast<std::size_t>(ranks), 0), lost_(static_cast<std::size_t>(ranks), 0),
-      last_heard_(static_cast<std::size_t>(ranks)), ready_future_(ready_.get_future().share()) {
+      last_heard_(static_cast<std::size_t>(ranks), std::chrono::steady_clock::now()),
+      greeted_(static_cast<std::size_t>(ranks), 0), ready_future_(ready_.get_future().share()) {
   dispatcher_ = std::thread([this] { dispatch(); });
 }
 
@@ -281,16 +282,25 @@ void MpiEvaluator::lose_silent_ranks(std::vector<std::shared_ptr<Job>>& failed) 
   }
 }
 
+bool MpiEvaluator::all_greeted_or_lost() const {
+  for (int r = 1; r < ranks_; ++r)
+    if (!greeted_[static_cast<std::size_t>(r)] && !lost_[static_cast<std::size_t>(r)]) return false;
+  return true;
+}
+
+// A HELLO: the rank's slots. One lost before it (it started late, and had nothing in flight) is back.
+void MpiEvaluator::greet(int rank, int slots) {
+  const auto k = static_cast<std::size_t>(rank);
+  if (greeted_[k]) return;
+  greeted_[k] = 1;
+  lost_[k] = 0;
+  free_slots_[k] = std::max(1, slots);
+}
+
+// One loop makes every MPI call of rank 0: HELLOs (waited for with the same timeout as any
+// silence, so a rank that dies before its HELLO does not hang the study), jobs out, results in.
 void MpiEvaluator::dispatch() {
-  for (int k = 1; k < ranks_; ++k) {
-    MPI_Status st;
-    MPI_Probe(MPI_ANY_SOURCE, kHello, MPI_COMM_WORLD, &st);
-    const json hello = json::parse(receive(st));
-    std::lock_guard<std::mutex> lock(mu_);
-    free_slots_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::max(1, hello.at("slots").get<int>());
-    last_heard_[static_cast<std::size_t>(st.MPI_SOURCE)] = std::chrono::steady_clock::now();
-  }
-  ready_.set_value();
+  bool ready = false;
   // Jobs are posted without blocking: a blocking send to a rank that died can wait forever (a plan
   // larger than the eager limit needs the receiver), and then no rank is ever found lost.
   std::vector<std::pair<std::shared_ptr<Job>, MPI_Request>> posted;
@@ -302,6 +312,10 @@ void MpiEvaluator::dispatch() {
       std::unique_lock<std::mutex> lock(mu_);
       lose_silent_ranks(failed);
       forget_sends_to_lost(posted, lost_);
+      if (!ready && all_greeted_or_lost()) {
+        ready = true;
+        ready_.set_value();
+      }
       out.swap(outbox_);
       idle = inflight_.empty() && out.empty();
       if (idle && stop_ && failed.empty()) break;
@@ -332,7 +346,8 @@ void MpiEvaluator::dispatch() {
       std::lock_guard<std::mutex> lock(mu_);
       const auto from = static_cast<std::size_t>(st.MPI_SOURCE);
       last_heard_[from] = std::chrono::steady_clock::now();
-      if (st.MPI_TAG != kResult || lost_[from]) continue;  // a heartbeat, or too late
+      if (st.MPI_TAG == kHello) greet(st.MPI_SOURCE, json::parse(text).at("slots").get<int>());
+      if (st.MPI_TAG != kResult || lost_[from]) continue;  // a hello, a heartbeat, or too late
       const json reply = json::parse(text);
       auto it = inflight_.find(reply.at("id").get<long>());
       if (it == inflight_.end()) continue;
@@ -344,6 +359,7 @@ void MpiEvaluator::dispatch() {
     }
     job->done.set_value(job->result);
   }
+  if (!ready) ready_.set_value();  // stopped before every rank was heard from
   for (auto& p : posted) MPI_Wait(&p.second, MPI_STATUS_IGNORE);  // answered, so delivered
   const bool finalize = lost_ranks().empty();
   for (int r = 1; r < ranks_; ++r)

@@ -14,7 +14,8 @@
 // worker ranks by the main thread, with evaluations on TBB threads.
 // A rank that dies (or hangs) costs its evaluations in flight, not the study: worker ranks send a
 // heartbeat every 250 ms; one not heard from for --rank-timeout seconds is lost, its in-flight
-// evaluations are scored failed, and rank 0 goes on without it. For mpirun not to end the whole
+// evaluations are scored failed, and rank 0 goes on without it. The clock starts when rank 0 is
+// ready to dispatch, so a rank that dies before its HELLO is lost the same way. For mpirun not to end the whole
 // job when a rank dies, launch with `--enable-recovery --mca orte_abort_on_non_zero_status 0`
 // (Open MPI 4); after a loss nobody calls MPI_Finalize (its fence would wait for the lost rank).
 #pragma once
@@ -68,15 +69,17 @@ bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const
 // every driver thread; each call blocks until its score is back.
 class MpiEvaluator : public Evaluator {
  public:
-  // A rank not heard from (results or heartbeats) for `rank_timeout_s` is lost: its evaluations in
-  // flight fail (scored failed, naming the rank) and it gets no more.
+  // A rank not heard from (hello, results or heartbeats) for `rank_timeout_s` is lost: its
+  // evaluations in flight fail (scored failed, naming the rank) and it gets no more. The clock runs
+  // from construction, so a rank that dies before its HELLO is lost too (and a HELLO that comes
+  // later takes it back: it had nothing in flight).
   MpiEvaluator(const Evaluator& local, int ranks, double rank_timeout_s);
   ~MpiEvaluator() override;  // STOP to every worker, then the dispatcher ends
   Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
   Evaluation evaluate_detailed(const Plan& plan) const override;
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
   std::string objective_unit() const override { return local_.objective_unit(); }
-  // Evaluations a worker rank may run at once, summed (known once every HELLO arrived).
+  // Evaluations a worker rank may run at once, summed (known once every rank said HELLO or was lost).
   int remote_slots() const;
   // Evaluations scored on each rank so far (index 0 = this rank).
   std::vector<long> scored_per_rank() const;
@@ -93,6 +96,8 @@ class MpiEvaluator : public Evaluator {
   };
   void dispatch();
   void lose_silent_ranks(std::vector<std::shared_ptr<Job>>& failed);
+  bool all_greeted_or_lost() const;     // with mu_ held
+  void greet(int rank, int slots);      // with mu_ held
 
   const Evaluator& local_;
   int ranks_;
@@ -106,8 +111,8 @@ class MpiEvaluator : public Evaluator {
   std::vector<char> lost_;                     // per rank
   std::vector<std::chrono::steady_clock::time_point> last_heard_;  // per rank
   mutable long next_id_ = 1;
-  int hellos_ = 0;
-  std::promise<void> ready_;                   // every HELLO received
+  std::vector<char> greeted_;                  // per rank: its HELLO arrived
+  std::promise<void> ready_;                   // every worker rank greeted or lost
   std::shared_future<void> ready_future_;
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
