@@ -14,10 +14,11 @@
 // worker ranks by the main thread, with evaluations on TBB threads.
 // A rank that dies (or hangs) costs its evaluations in flight, not the study: worker ranks send a
 // heartbeat every 250 ms; one not heard from for --rank-timeout seconds is lost, its in-flight
-// evaluations are scored failed, and rank 0 goes on without it. The clock starts when rank 0 is
-// ready to dispatch, so a rank that dies before its HELLO is lost the same way. For mpirun not to end the whole
-// job when a rank dies, launch with `--enable-recovery --mca orte_abort_on_non_zero_status 0`
-// (Open MPI 4); after a loss nobody calls MPI_Finalize (its fence would wait for the lost rank).
+// evaluations are scored failed, and rank 0 goes on without it. The clock starts when rank 0 has
+// loaded its inputs (MpiEvaluator's construction), so a rank that dies before its HELLO is lost the
+// same way. For mpirun not to end the whole job when a rank dies, launch with `--enable-recovery
+// --mca orte_abort_on_non_zero_status 0` (Open MPI 4); after a loss nobody calls MPI_Finalize (its
+// fence would wait for the lost rank).
 #pragma once
 
 #include <atomic>
