@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/gnuplot_text.hpp"
 #include "common/readable_number.hpp"
 #include "optimizers/optimizer.hpp"
 #include "optimizers/statistics.hpp"
@@ -124,7 +125,7 @@ std::string anytime_gnuplot(const SearchReport& rep, const SearchOutcome& out, c
   }
   o << "set multiplot layout 1,2\nset grid\nset key bottom right\nset xlabel 'evaluations'\n"
     << "set xrange [1:" << std::max<long>(2, budget) << "]\n" << (log_evals ? "set logscale x\n" : "")
-    << "set ylabel '" << unit << " (best so far; median and IQR over seeds)'\n" << y_range(rep, out, names) << "plot ";
+    << "set ylabel " << gnuplot_quoted(unit + " (best so far; median and IQR over seeds)") << "\n" << y_range(rep, out, names) << "plot ";
   bool first = true;
   auto sep = [&] {
     if (!first) o << ", \\\n     ";
@@ -136,14 +137,14 @@ std::string anytime_gnuplot(const SearchReport& rep, const SearchOutcome& out, c
   for (std::size_t k = 0; k < names.size(); ++k) {
     const std::string c = optimizer_colour(names[k]);
     sep(), o << "$band" << k << " using 1:2:4 with filledcurves fs transparent solid 0.2 noborder lc rgb '" << c << "' notitle";
-    sep(), o << "$band" << k << " using 1:3 with lines lw 2 lc rgb '" << c << "' title '" << names[k] << "'";
+    sep(), o << "$band" << k << " using 1:3 with lines lw 2 lc rgb '" << c << "' title " << gnuplot_quoted(names[k]);
   }
   if (first) o << "0 notitle";
   o << "\nset ylabel 'fraction of (run, target) pairs reached'\nset title 'targets: " << targets_text() << "% of the best known' font ',10'\n"
     << "set yrange [0:1.05]\nplot ";
   first = true;
   for (std::size_t k = 0; k < names.size(); ++k)
-    sep(), o << "$ecdf" << k << " using 1:2 with steps lw 2 lc rgb '" << optimizer_colour(names[k]) << "' title '" << names[k] << "'";
+    sep(), o << "$ecdf" << k << " using 1:2 with steps lw 2 lc rgb '" << optimizer_colour(names[k]) << "' title " << gnuplot_quoted(names[k]);
   if (first) o << "0 notitle";
   o << "\nunset multiplot\n";
   return o.str();

@@ -2,7 +2,10 @@
 // the same results at any thread count), the serving evaluator and the output files.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -295,4 +298,32 @@ TEST_CASE("driver: an outside optimizer's run (a script) is replayed like a buil
   CHECK(b.runs[0].complete);
   CHECK(b.runs[0].anytime == std::vector<double>(a.runs[0].anytime.begin(), a.runs[0].anytime.begin() + 7));
   CHECK_THROWS_AS(run_search(space, eval, {{"ga", 1, 0, script}}, st), InputError);
+}
+
+TEST_CASE("anytime.gp: an optimizer's name is a quoted title, never gnuplot code (a name cannot run a command)") {
+  const std::string evil = "x' . `touch PWNED` . '\nsystem('touch PWNED2')";
+  SearchReport rep;
+  rep.best_known = 3;
+  rep.optimizers.push_back({});
+  rep.optimizers.back().optimizer = evil;
+  SearchOutcome out;
+  RunRecord run;
+  run.optimizer = evil;
+  run.anytime = {1, 2, 3};
+  out.runs.push_back(run);
+  const std::string gp = anytime_gnuplot(rep, out, "tok/s", 3, false);
+  CHECK(gp.find("title 'x'' . `touch PWNED` . '' system(''touch PWNED2'')'") != std::string::npos);
+  CHECK(gp.find("\nsystem(") == std::string::npos);
+  // Plotted by gnuplot itself where it is installed: no file appears.
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("shardsim-gp-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "anytime.gp") << gp;
+  const std::string cmd = "cd '" + dir.string() + "' && gnuplot anytime.gp >/dev/null 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  CHECK(std::filesystem::exists(dir / "anytime.png"));
+  CHECK_FALSE(std::filesystem::exists(dir / "PWNED"));
+  CHECK_FALSE(std::filesystem::exists(dir / "PWNED2"));
+  std::filesystem::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/gnuplot_text.hpp"
 #include "common/readable_number.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "topologies/cluster.hpp"
@@ -402,12 +403,10 @@ std::string compare_gnuplot(const std::vector<ScenarioOutcome>& v, const Compare
     if (front[i]) frontier.push_back({tok_s_per_user(v[i]), tok_s_per_gpu(v[i])});
   std::sort(frontier.begin(), frontier.end());
   for (const auto& [x, y] : frontier) frontier_points << x << " " << y << "\n";
-  std::string title = ctx.title;
-  std::replace(title.begin(), title.end(), '\'', ' ');
   std::ostringstream o;
   o << "# The Pareto plot of a shardsim comparison (the numbers of compare.csv): run 'gnuplot compare.gp'.\n"
     << "set terminal pngcairo size 900,600 noenhanced\nset output 'compare.png'\n"
-    << "set title '" << title << "'\nset xlabel 'output tok/s per user (1000 / TPOT p50)'\n"
+    << "set title " << gnuplot_quoted(ctx.title) << "\nset xlabel 'output tok/s per user (1000 / TPOT p50)'\n"
     << "set ylabel 'output tok/s per GPU'\nset grid\nset key top right\nset offsets graph 0.05, graph 0.15, graph 0.1, graph 0.05\n"
     << "$points << EOD\n" << points.str() << "EOD\n$frontier << EOD\n" << frontier_points.str() << "EOD\n"
     << "plot $frontier using 1:2 with linespoints lw 2 dt 2 pt 6 ps 2.6 lc rgb '#d62728' title 'Pareto frontier', \\\n"
