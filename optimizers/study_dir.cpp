@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <sstream>
 
@@ -43,25 +44,71 @@ bool is_member(const std::string& name, const std::vector<std::string>& members)
   return std::find(members.begin(), members.end(), name) != members.end();
 }
 
-// Removes the entries of `dir` named "<stem><pid>" whose process is gone (a killed run's leftovers).
-void remove_leftovers(const fs::path& dir, const std::string& stem) {
+// Puts back what an interrupted run left in `left` (a staging folder, or the swapped-out old study
+// holding a user's files that publish() had not yet moved): the target itself when it is gone (two
+// renames cut between), else every entry that is not one of `members` (what this program writes)
+// into the target where the name is free. Members and empty inside-staging folders are removed;
+// anything still there stays, with a line saying where — nothing the program did not write is
+// ever deleted.
+void recover_leftover(const fs::path& left, const fs::path& target, const std::vector<std::string>& members,
+                      bool interrupted = true) {
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
+  if (!fs::exists(target, ec) && fs::is_directory(left, ec)) {
+    if (::rename(left.c_str(), target.c_str()) == 0) {
+      std::cerr << "shardsim: " << target.string() << " was missing after an interrupted run; restored it from "
+                << left.string() << "\n";
+      return;
+    }
+  }
+  long moved = 0, kept = 0;
+  for (const auto& e : fs::directory_iterator(left, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind(stem, 0) != 0) continue;
-    const long pid = std::strtol(n.c_str() + stem.size(), nullptr, 10);
-    std::error_code rm;
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), rm);
+    std::error_code step;
+    if (is_member(n, members) && !fs::is_directory(e.symlink_status(step))) {
+      fs::remove(e.path(), step);
+    } else if (n.rfind(".staging-", 0) == 0 && fs::is_directory(e.symlink_status(step))) {
+      recover_leftover(e.path(), target, members, interrupted);  // a staging folder inside: members only, or kept
+      if (fs::exists(e.path(), step)) ++kept;
+    } else if (!fs::exists(fs::symlink_status(target / n, step))) {
+      fs::rename(e.path(), target / n, step);
+      if (step) ++kept; else ++moved;
+    } else {
+      ++kept;
+    }
+  }
+  if (moved > 0 && interrupted)
+    std::cerr << "shardsim: moved " << moved << " of your files back into " << target.string()
+              << " from an interrupted run's folder " << left.string() << "\n";
+  if (kept == 0) {
+    fs::remove(left, ec);  // empty now: only a directory, never its contents
+  } else {
+    std::cerr << "shardsim: kept " << left.string() << " (" << kept << " entries an interrupted run left there that "
+              << "could not be put back into " << target.string() << "; nothing was deleted — move them yourself)\n";
   }
 }
 
-void remove_leftovers(const fs::path& target) {
+// Recovers the entries of `dir` named "<stem><pid>" whose process is gone (a killed run's leftovers).
+void recover_leftovers(const fs::path& dir, const std::string& stem, const fs::path& target,
+                       const std::vector<std::string>& members) {
+  std::error_code ec;
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(stem, 0) != 0 || !fs::is_directory(e.symlink_status(ec))) continue;
+    const long pid = std::strtol(n.c_str() + stem.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) found.push_back(e.path());
+  }
+  for (const auto& p : found) recover_leftover(p, target, members);
+}
+
+void recover_leftovers(const fs::path& target, const std::vector<std::string>& members) {
   for (const char* tag : {".staging-", ".old-"}) {
     std::string stem = sibling(target, tag, 0).filename().string();
     stem.pop_back();  // ".<name>.<tag>" without the pid
-    remove_leftovers(target.parent_path(), stem);
+    recover_leftovers(target.parent_path(), stem, target, members);
   }
-  remove_leftovers(target, ".staging-");
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) recover_leftovers(target, ".staging-", target, members);
 }
 
 void fsync_dir(const fs::path& dir) {
@@ -84,16 +131,6 @@ std::optional<fs::path> exchange(const fs::path& a, const fs::path& b, const fs:
   if (::rename(a.c_str(), b.c_str()) == 0) return old;
   ::rename(old.c_str(), b.c_str());  // put the old outputs back
   return std::nullopt;
-}
-
-// Moves what the search did not write (a user's files) from the old folder into the new one.
-void carry_over(const fs::path& old, const fs::path& target, const std::vector<std::string>& members) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(old, ec)) {
-    const std::string n = e.path().filename().string();
-    if (is_member(n, members) || n.rfind(".staging-", 0) == 0 || fs::exists(target / n)) continue;
-    fs::rename(e.path(), target / n, ec);
-  }
 }
 
 // The study's journal, hard-linked (else copied) into the staging folder so the swap keeps it.
@@ -141,7 +178,7 @@ void prepare_study_dir(const std::string& dir, bool fresh) {
 OutputStaging::OutputStaging(const std::string& target, std::vector<std::string> members) : members_(std::move(members)) {
   const fs::path t = normal_target(target);
   target_ = t.string();
-  remove_leftovers(t);
+  recover_leftovers(t, members_);
   std::error_code ec;
   staging_ = sibling(t, ".staging-", ::getpid()).string();
   if (fs::create_directories(staging_, ec); !ec) return;
@@ -164,9 +201,7 @@ void OutputStaging::publish() {
     link_journal(t, s);
     if (auto old = exchange(s, t, sibling(t, ".old-", ::getpid()))) {
       published_ = true;
-      carry_over(*old, t, members_);
-      std::error_code ec;
-      fs::remove_all(*old, ec);
+      recover_leftover(*old, t, members_, /*interrupted=*/false);  // the user's files, moved over
       fsync_dir(t.parent_path());
       return;
     }

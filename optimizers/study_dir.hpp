@@ -10,8 +10,10 @@
 // (a user's own files) is moved over, and the old folder is removed. So files of two runs are
 // never side by side: a run without a feasible plan leaves no best-plan.json of an older run.
 // Where the folder cannot be swapped (a mount point; no write access to its parent) the members
-// are replaced one by one instead, each atomically, stale ones removed. Leftover staging folders
-// of killed processes are removed by the next run.
+// are replaced one by one instead, each atomically, stale ones removed. A killed run's leftover
+// staging or old folder is recovered by the next run into the same folder: files the program did
+// not write (a user's, not yet carried over when the process died) are moved back, its own
+// outputs removed, and whatever cannot be put back is kept and named on stderr — never deleted.
 // Thread-safety: none; used from the command's thread.
 #pragma once
 

@@ -378,6 +378,36 @@ TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json an
     CHECK(e.path().filename().string().find(".staging-") == std::string::npos);
 }
 
+TEST_CASE("search: a run killed while moving the user's files back loses none of them; the next run puts them back") {
+  ScratchGuard guard;
+  const fs::path dir = scratch("killed-carry");
+  fs::create_directories(dir);
+  std::ofstream(dir / "notes.txt") << "kept\n";
+  // A finished process's pid: the one whose swapped-out folder (renameat2 left it at the staging
+  // name) still holds user files that it had not carried over when it died.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);
+  const fs::path left = dir.parent_path() / (".killed-carry.staging-" + std::to_string(child));
+  fs::create_directories(left / "sub");
+  for (int k = 0; k < 50; ++k) std::ofstream(left / ("user-" + std::to_string(k) + ".txt")) << k << "\n";
+  std::ofstream(left / "sub" / "deep.txt") << "deep\n";
+  std::ofstream(left / "notes.txt") << "clashes\n";   // same name as a file in the folder: kept where it is
+  std::ofstream(left / "summary.md") << "old output\n";  // the program's own: removed
+  test::CliResult r = test::run_cli(tiny_search("--out " + dir.string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (int k = 0; k < 50; ++k) CHECK(read_text(dir / ("user-" + std::to_string(k) + ".txt")) == std::to_string(k) + "\n");
+  CHECK(read_text(dir / "sub" / "deep.txt") == "deep\n");
+  CHECK(read_text(dir / "notes.txt") == "kept\n");
+  // The clashing file is not deleted: the leftover folder stays, holding only it, and stderr says so.
+  CHECK(read_text(left / "notes.txt") == "clashes\n");
+  CHECK_FALSE(fs::exists(left / "summary.md"));
+  CHECK(r.err.find("moved 51 of your files back") != std::string::npos);
+  CHECK(r.err.find("kept " + left.string()) != std::string::npos);
+}
+
 TEST_CASE("search: summary.md says when the throughput objective had no saturated window to measure") {
   ScratchGuard guard;
   // 40 requests on 8 GPUs end before their batches turn over: the objective is the whole run's output.
