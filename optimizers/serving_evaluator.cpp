@@ -6,10 +6,42 @@
 #include <functional>
 #include <stdexcept>
 
+#include "common/input_error.hpp"
 #include "sim/serving/metrics.hpp"
 #include "topologies/cluster.hpp"
 
 namespace shardsim {
+
+Objective parse_objective(const std::string& text, const std::string& source) {
+  if (text == "capacity" || text == "max-rate") return Objective::Capacity;
+  if (text == "saturated") return Objective::Saturated;
+  if (text == "drain") return Objective::Drain;
+  if (text == "goodput") return Objective::Goodput;
+  if (text == "drain-tpot") return Objective::DrainTpot;
+  if (text == "throughput" || text == "throughput-tpot")
+    throw InputError(source, text,
+                     "renamed: the output of a run of the given requests is now '" + std::string(text == "throughput" ? "drain" : "drain-tpot") +
+                         "' (it depends on how many are given); what a plan sustains is 'saturated' (output tok/s) or "
+                         "'capacity' (req/s within the SLO, the default)");
+  throw InputError(source, text, std::string("unknown objective (expected ") + objective_names() + ")");
+}
+
+const char* objective_name(Objective o) {
+  switch (o) {
+    case Objective::Capacity: return "capacity";
+    case Objective::Saturated: return "saturated";
+    case Objective::Drain: return "drain";
+    case Objective::Goodput: return "goodput";
+    case Objective::DrainTpot: return "drain-tpot";
+  }
+  return "";
+}
+
+const char* objective_names() { return "capacity, saturated, drain, goodput or drain-tpot"; }
+
+bool objective_uses_goal(Objective o) { return o == Objective::Capacity || o == Objective::DrainTpot; }
+
+bool objective_sets_load(Objective o) { return o == Objective::Capacity || o == Objective::Saturated; }
 
 ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
   if (!in_.model || !in_.cluster || !in_.trace) throw std::invalid_argument("ServingEvaluator: missing inputs");
@@ -19,10 +51,11 @@ ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
 
 std::string ServingEvaluator::objective_unit() const {
   switch (in_.objective) {
-    case Objective::Throughput: return "output tok/s";
+    case Objective::Capacity: return "req/s within the SLO";
+    case Objective::Saturated: return "saturated output tok/s";
+    case Objective::Drain: return "output tok/s of the drain";
     case Objective::Goodput: return "goodput req/s";
-    case Objective::ThroughputTpot: return "output tok/s within the TPOT bound";
-    case Objective::MaxRate: return "req/s within the SLO";
+    case Objective::DrainTpot: return "output tok/s of the drain within the TPOT bound";
   }
   return "";
 }
@@ -72,39 +105,86 @@ void add_faults(EvalFaults& total, const FidelityReport& report) {
   if (total.error.empty()) total.error = f.error;
 }
 
-// The capacity search from the offline run `r` (its completions per second set the scale).
 using RunFn = std::function<ServingResult(const RequestTrace&, const ServingOptions&, Metrics&)>;
 
-Score max_rate(const EvaluatorInputs& in, const ServingResult& r, const Metrics& m, const ServingOptions& so, const RunFn& run) {
-  const double capacity = saturated_request_rate(r, m);
-  ServingOptions open = so;
-  open.offline = false;
-  auto score = [&](double rate) {
-    Metrics x;
-    run(at_rate(*in.trace, rate, in.arrivals, in.seed), open, x);
-    return x;
-  };
-  CapacityResult c = max_load_meeting(score, capacity / 8, capacity, in.goal, 0.05, 6, false, {}, 64 * capacity);
+// A capacity run where some request was rejected or never completed: violation = the fraction lost.
+Score score_of_infeasible_run(const SaturatedThroughput& t) {
   Score s;
-  s.feasible = c.bound != CapacityResult::Bound::NoneMeet;
-  s.objective = c.max_meeting;
-  if (!s.feasible) {
-    s.violation = 1e-3;
-    s.reason = "/slo: even " + readable(c.min_failing, 3) + " req/s misses " + in.goal.describe();
-  }
+  s.feasible = false;
+  const Metrics& m = t.metrics;
+  s.violation = m.requests > 0 ? 1.0 - static_cast<double>(m.completed) / m.requests : 1.0;
+  if (s.violation <= 0) s.violation = 1e-6;
+  s.reason = "/memory: " + t.note;
   return s;
+}
+
+Score infeasible_capacity(const std::string& note) {
+  Score s;
+  s.feasible = false;
+  s.violation = 1e-3;
+  s.reason = note;
+  return s;
+}
+
+CapacityOptions capacity_options(const EvaluatorInputs& in) {
+  CapacityOptions o;
+  o.start_requests = in.capacity_start > 0 ? in.capacity_start : static_cast<long>(in.trace->requests.size());
+  o.arrivals = in.arrivals;
+  o.seed = in.seed;
+  return o;
 }
 
 }  // namespace
 
+SloCapacity ServingEvaluator::capacity(const Plan& plan, EvalFaults* faults) const {
+  EvalFaults local;
+  const CapacityServe run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
+    FidelityReport report;
+    ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
+                                        in_.runner, report, in_.samples);
+    add_faults(faults ? *faults : local, report);
+    m = summarize(r, o, in_.cluster->num_gpus());
+    return r;
+  };
+  return capacity_under_slo(run, in_.population ? *in_.population : *in_.trace, in_.serving, in_.goal, capacity_options(in_));
+}
+
+SaturatedThroughput ServingEvaluator::saturated(const Plan& plan, EvalFaults* faults) const {
+  EvalFaults local;
+  const CapacityServe run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
+    FidelityReport report;
+    ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
+                                        in_.runner, report, in_.samples);
+    add_faults(faults ? *faults : local, report);
+    m = summarize(r, o, in_.cluster->num_gpus());
+    return r;
+  };
+  return saturated_throughput(run, in_.population ? *in_.population : *in_.trace, in_.serving, capacity_options(in_));
+}
+
 Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metrics) const {
+  EvalFaults faults;
+  if (in_.objective == Objective::Capacity) {
+    const SloCapacity c = capacity(plan, &faults);
+    if (metrics) *metrics = c.feasible ? c.at_rate : c.saturated.metrics;
+    if (!c.saturated.feasible) return Evaluation{score_of_infeasible_run(c.saturated), faults};
+    if (!c.feasible) return Evaluation{infeasible_capacity("/slo: " + c.note), faults};
+    Score s;
+    s.feasible = true;
+    s.objective = c.rate;
+    return Evaluation{s, faults};
+  }
+  if (in_.objective == Objective::Saturated) {
+    const SaturatedThroughput t = saturated(plan, &faults);
+    if (metrics) *metrics = t.metrics;
+    if (!t.feasible) return Evaluation{score_of_infeasible_run(t), faults};
+    Score s;
+    s.feasible = true;
+    s.objective = t.output_tok_s;
+    return Evaluation{s, faults};
+  }
   ServingOptions so = in_.serving;
   so.timeline_steps = 0;
-  EvalFaults faults;
-  if (in_.objective == Objective::MaxRate) {  // the first run measures the offline capacity
-    so.offline = true;
-    so.concurrency = 0;
-  }
   RunFn run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
     FidelityReport report;
     ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
@@ -117,8 +197,7 @@ Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metri
   ServingResult r = run(*in_.trace, so, m);
   if (metrics) *metrics = m;
   Score s = score_of(r, m, in_.objective);
-  if (in_.objective == Objective::ThroughputTpot) s = within_tpot(s, m, in_.goal);
-  if (in_.objective == Objective::MaxRate && s.feasible) s = max_rate(in_, r, m, so, run);
+  if (in_.objective == Objective::DrainTpot) s = within_tpot(s, m, in_.goal);
   return Evaluation{s, faults};
 }
 

@@ -1,16 +1,19 @@
 // optimizers/serving_evaluator.hpp — the search's scorer: replay the trace under a plan at a
 // fidelity tier and return the objective.
 //
-// Owns: ServingEvaluator. Objectives (docs/references.md §F.2):
-//   Throughput     steady-state generated tokens per second (Metrics::steady_output_tok_s,
-//                  MLPerf's tokens/s; the makespan rate when the run has no saturated window;
-//                  the search replays offline by default, so this is the plan's capacity);
-//   Goodput        requests per second meeting both SLOs;
-//   ThroughputTpot Throughput, feasible only when TPOT at the goal's percentile is within the
-//                  SLO (violation = its relative excess): tokens/s per GPU at a TPOT bound;
-//   MaxRate        the highest Poisson rate (req/s) whose run meets the goal (SloGoal), found by
-//                  the capacity search (sim/serving/load_sweep) from the plan's offline capacity:
-//                  about 8 serving runs per evaluation; infeasible when even 1/8 of it misses.
+// Owns: ServingEvaluator. Objectives (docs/optimizers.md, "What a plan is scored by"):
+//   Capacity       the default: the highest Poisson rate (req/s) whose run meets the goal (SloGoal),
+//                  bracketed by the plan's saturated request rate, each probe as long as the
+//                  converged saturated run (sim/serving/capacity.hpp): about 6-8 serving runs;
+//                  infeasible when even 1/32 of the saturated rate misses the goal.
+//   Saturated      saturated output tok/s: a backlog run extended until its window holds three
+//                  batch turnovers and its batch-means interval is within ±2%.
+//   Drain          output tok/s of the given requests' run (offline unless arrivals are given),
+//                  in its saturated window, else over the whole run: depends on the run length.
+//   Goodput        requests per second meeting both SLOs over that same run.
+//   DrainTpot      Drain, feasible only when TPOT at the goal's percentile is within the SLO.
+// Capacity and Saturated draw their requests from `population` (the whole trace, not only the
+// requests given), so their figures do not depend on --requests beyond sampling noise.
 // A plan that check_plan refuses
 // never reaches it (the driver scores it infeasible); a plan that must reject some requests
 // (prompt + output larger than its KV capacity) is infeasible with violation = the fraction of
@@ -25,6 +28,7 @@
 #include <string>
 
 #include "optimizers/evaluator.hpp"
+#include "sim/serving/capacity.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "workloads/request_trace.hpp"
@@ -37,22 +41,37 @@ struct RequestTrace;
 class RoutingSource;
 struct Metrics;
 
-enum class Objective { Throughput, Goodput, ThroughputTpot, MaxRate };
+enum class Objective { Capacity, Saturated, Drain, Goodput, DrainTpot };
+
+// The objectives by their one set of names (every command, the evaluator protocol and the Python
+// module): capacity | saturated | drain | goodput | drain-tpot. The old names say what they became:
+// throughput and throughput-tpot (a run of the given requests) are refused with the new name
+// (drain, drain-tpot); max-rate is capacity. InputError(source, text, …) for anything else.
+Objective parse_objective(const std::string& text, const std::string& source);
+const char* objective_name(Objective o);
+// "capacity | saturated | drain | goodput | drain-tpot": for help texts.
+const char* objective_names();
+// Capacity and DrainTpot read the goal (SloGoal).
+bool objective_uses_goal(Objective o);
+// Capacity and Saturated choose their own load: --rate, --concurrency and --offline do not apply.
+bool objective_sets_load(Objective o);
 
 struct EvaluatorInputs {
   const ModelSpec* model = nullptr;
   const Cluster* cluster = nullptr;
   std::string cluster_spec;
-  const RequestTrace* trace = nullptr;
+  const RequestTrace* trace = nullptr;      // the requests given (Drain, Goodput, DrainTpot)
+  const RequestTrace* population = nullptr; // Capacity, Saturated: drawn from; null = `trace`
   const RoutingSource* routing = nullptr;   // null for dense models
   ServingOptions serving;
   std::string tier = "analytic";             // analytic | simgrid | full
   SimgridRunner* runner = nullptr;           // required unless tier = analytic
   int samples = 16;
-  Objective objective = Objective::Throughput;
-  SloGoal goal;                              // ThroughputTpot (its percentile) and MaxRate
-  Arrival arrivals = Arrival::Poisson;       // MaxRate: how the rates' arrivals are drawn …
-  std::uint64_t seed = 1;                    // … and from which seed
+  Objective objective = Objective::Capacity;
+  SloGoal goal;                              // DrainTpot (its percentile) and Capacity
+  Arrival arrivals = Arrival::Poisson;       // Capacity: how the rates' arrivals are drawn …
+  std::uint64_t seed = 1;                    // … and from which seed (the samples' too)
+  long capacity_start = 0;                   // Capacity, Saturated: the first sample (0 = trace's size)
 };
 
 class ServingEvaluator : public Evaluator {
@@ -60,9 +79,13 @@ class ServingEvaluator : public Evaluator {
   explicit ServingEvaluator(EvaluatorInputs in);
   Score evaluate(const Plan& plan) const override { return evaluate_detailed(plan).score; }
   Evaluation evaluate_detailed(const Plan& plan) const override { return evaluate_reporting(plan, nullptr); }
-  // The same, and the metrics of the plan's first serving run (the offline one for MaxRate) into
-  // `metrics` when not null: what the open evaluator (tools/cli/eval_problem) reports per plan.
+  // The same, and the metrics of the run that decided the score into `metrics` when not null (for
+  // Capacity the second half of the run at the capacity rate, for Saturated the backlog run): what
+  // the open evaluator (tools/cli/eval_problem) reports per plan.
   Evaluation evaluate_reporting(const Plan& plan, Metrics* metrics) const;
+  // The capacity measures of `plan` with the evaluator's inputs (whatever its objective).
+  SloCapacity capacity(const Plan& plan, EvalFaults* faults = nullptr) const;
+  SaturatedThroughput saturated(const Plan& plan, EvalFaults* faults = nullptr) const;
   const EvaluatorInputs& inputs() const { return in_; }
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
   std::string objective_unit() const override;

@@ -175,7 +175,7 @@ TEST_CASE("disaggregated serving: the CLI reports both pools and refuses closed-
 TEST_CASE("disaggregated search: `--space …,pools` searches the pool split and each pool's plan at equal budgets") {
   const std::string dir = "/tmp/shardsim_disagg_search_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
-  auto r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:2 --space degrees,pools --fidelity analytic "
+  auto r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:2 --space degrees,pools --fidelity analytic "
                          "--optimizers random,sa --seeds 1 --budget 10 --requests 120 --quiet --out " + dir);
   REQUIRE(r.exit_code == 0);
   const json res = json::parse(std::ifstream(dir + "/results.json"));

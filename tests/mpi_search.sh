@@ -13,7 +13,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-args=(search --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic
+args=(search --objective drain --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic
       --optimizers megatron,random,ga,sa,rl --budget 24 --seeds 2 --threads 2)
 "$bin" "${args[@]}" --quiet --out "$dir/one" > /dev/null
 timeout 600 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe -np 2 "$bin" "${args[@]}" --out "$dir/mpi" > /dev/null 2> "$dir/mpi.err" ||
@@ -45,7 +45,7 @@ echo "mpirun -np 2 matches one process; rank 1 scored $n1 plans"
 kill_rank1() {
   for _ in $(seq 1200); do  # up to 2 minutes: inputs load slowly under the sanitizers
     if [ -e "$dir/lost/journal.jsonl" ]; then
-      for p in $(pgrep -f "shardsim search --model deepseek-v3" || true); do
+      for p in $(pgrep -f "shardsim search --objective drain --model deepseek-v3" || true); do
         if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
           kill -9 "$p"
           return
@@ -57,7 +57,7 @@ kill_rank1() {
 }
 kill_rank1 &
 timeout 600 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 -np 2 \
-  "$bin" search --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \
+  "$bin" search --objective drain --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \
   --budget 60 --seeds 2 --rank-timeout 2 --out "$dir/lost" > /dev/null 2> "$dir/lost.err" || { cat "$dir/lost.err" >&2; exit 1; }
 wait
 grep -q "MPI rank 1 was lost" "$dir/lost.err" || { cat "$dir/lost.err" >&2; echo "rank 1 was not lost" >&2; exit 1; }
@@ -74,7 +74,7 @@ PY
 # A rank that dies before its hello (here: an input error after MPI_Init, which only rank 1 is
 # given) is lost by the same --rank-timeout: rank 0 does not wait for it forever (it did: a
 # blocking probe for every rank's hello), and writes a complete study scored on its own.
-small=(search --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic --optimizers random
+small=(search --objective drain --model mixtral-8x7b --cluster dgx-h100:2 --requests 60 --fidelity analytic --optimizers random
        --budget 8 --seeds 1 --rank-timeout 2)
 timeout 300 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 \
   -np 1 "$bin" "${small[@]}" --out "$dir/early" : -np 1 "$bin" "${small[@]}" --base "$dir/no-such-plan.json" --out "$dir/early1" \

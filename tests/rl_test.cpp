@@ -684,7 +684,7 @@ TEST_CASE("rl: a saved policy records what it was trained on, and a warm start r
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string common = "--optimizers rl --requests 30 --fidelity analytic --quiet ";
-  auto a = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 " + common + "--budget 12 --seeds 2..3 --policy-out " +
+  auto a = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 " + common + "--budget 12 --seeds 2..3 --policy-out " +
                          (dir / "p1.json").string() + " --out " + (dir / "a").string());
   REQUIRE(a.exit_code == 0);
   std::ifstream in(dir / "p1.json");
@@ -700,7 +700,7 @@ TEST_CASE("rl: a saved policy records what it was trained on, and a warm start r
   CHECK(t["inputs"]["cluster"] == "dgx-h100:1");
   CHECK(t["best_objective"].get<double>() > 0);
   RlPolicy::load(text.str(), "p1.json", true, 1);  // the provenance does not stop it loading
-  auto b = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:2 " + common + "--budget 8 --seeds 1 --policy-in " +
+  auto b = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:2 " + common + "--budget 8 --seeds 1 --policy-in " +
                          (dir / "p1.json").string() + " --policy-out " + (dir / "p2.json").string() + " --out " + (dir / "b").string());
   REQUIRE(b.exit_code == 0);
   std::ifstream summary(dir / "b" / "summary.md");

@@ -17,7 +17,7 @@ TEST_CASE("search: an --out with quotes and shell syntax is used as a path and r
   fs::remove_all(root);
   fs::create_directories(root);
   const std::string out = root.string() + "/x'; touch " + root.string() + "/INJECTED; echo '";
-  CliResult r = run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron --budget 2 --seeds 1 "
+  CliResult r = run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron --budget 2 --seeds 1 "
                         "--requests 20 --fidelity analytic --quiet --out \"" + out + "\"");
   INFO(r.err);
   CHECK(r.exit_code == 0);

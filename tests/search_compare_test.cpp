@@ -40,7 +40,7 @@ void write_study(const fs::path& dir, const std::string& optimizer, const std::v
 }
 
 json inputs_with(const std::string& params, int requests = 40) {
-  return {{"model", "mixtral-8x7b"}, {"cluster", "dgx-h100:1"}, {"objective", "throughput"}, {"budget", 5},
+  return {{"model", "mixtral-8x7b"}, {"cluster", "dgx-h100:1"}, {"objective", "drain"}, {"budget", 5},
           {"requests", requests},    {"params", params},         {"policy_in", ""},           {"optimizers", "sa"},
           {"seeds", "1..4"}};
 }

@@ -35,7 +35,7 @@ TEST_CASE("search merge: two seed ranges merged equal one study of all seeds, wh
   const fs::path root = fs::temp_directory_path() / ("shardsim_merge_" + std::to_string(::getpid()));
   fs::remove_all(root);
   fs::create_directories(root);
-  const std::string base = "search --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random,sa --budget 8 "
+  const std::string base = "search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random,sa --budget 8 "
                            "--requests 40 --fidelity analytic --quiet ";
   auto a = test::run_cli(base + "--seeds 1..2 --out " + (root / "a").string());
   auto b = test::run_cli(base + "--seeds 3..4 --out " + (root / "b").string());
@@ -66,7 +66,7 @@ TEST_CASE("search merge: two seed ranges merged equal one study of all seeds, wh
   CHECK(without_wall(test::slurp(root / "ab" / "summary.md")) == without_wall(test::slurp(root / "ba" / "summary.md")));
 
   // Another problem (more requests) is refused, naming the journal and the input.
-  auto c = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random,sa --budget 8 "
+  auto c = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random,sa --budget 8 "
                          "--requests 41 --fidelity analytic --quiet --seeds 5..6 --out " + (root / "c").string());
   REQUIRE(c.exit_code == 0);
   auto bad = test::run_cli("search merge " + (root / "a").string() + " " + (root / "c").string() + " --out " + (root / "x").string());
@@ -74,7 +74,7 @@ TEST_CASE("search merge: two seed ranges merged equal one study of all seeds, wh
   CHECK(bad.err.find("/inputs/requests") != std::string::npos);
   CHECK_FALSE(fs::exists(root / "x" / "journal.jsonl"));
   // A union that is not every optimizer × one range of seeds is refused.
-  auto d = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random --budget 8 "
+  auto d = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --optimizers megatron,random --budget 8 "
                          "--requests 40 --fidelity analytic --quiet --seeds 3..4 --out " + (root / "d").string());
   REQUIRE(d.exit_code == 0);
   auto skew = test::run_cli("search merge " + (root / "a").string() + " " + (root / "d").string() + " --out " + (root / "y").string());

@@ -174,7 +174,7 @@ struct ScratchGuard {
 };
 
 std::string tiny_search(const std::string& extra) {
-  return "search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 "
+  return "search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 "
          "--optimizers megatron,random,ga --param ga.population=6 --budget 12 --seeds 2 --threads 2 --quiet " + extra;
 }
 
@@ -366,7 +366,7 @@ TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json an
   REQUIRE(fs::exists(dir / "best-plan.json"));
   std::ofstream(dir / "notes.txt") << "mine\n";
   // dp=8 (Mixtral in BF16 on each GPU) overflows HBM whatever the batching: nothing is feasible.
-  r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 --space batching "
+  r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 --space batching "
                     "--base dp=8 --optimizers random --budget 3 --seeds 1 --quiet --out " + dir.string());
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -412,14 +412,14 @@ TEST_CASE("search: summary.md says when the throughput objective had no saturate
   ScratchGuard guard;
   // 40 requests on 8 GPUs end before their batches turn over: the objective is the whole run's output.
   const fs::path small = scratch("drain");
-  test::CliResult r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 40 "
+  test::CliResult r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 40 "
                                     "--optimizers megatron --budget 2 --seeds 1 --quiet --out " + small.string());
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("Objective note: in the best plan's run, no saturated window") != std::string::npos);
   CHECK(read_text(small / "summary.md").find("over the whole run of 40 requests") != std::string::npos);
   // 3,000 requests saturate the same plans: a steady-state objective, no note.
   const fs::path big = scratch("steady");
-  r = test::run_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 3000 "
+  r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 3000 "
                     "--optimizers megatron --budget 2 --seeds 1 --quiet --out " + big.string());
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("Objective note") == std::string::npos);
@@ -431,7 +431,7 @@ TEST_CASE("search: SIGINT stops at a batch boundary, writes outputs marked incom
   const fs::path dir = scratch("sigint");
   fs::create_directories(dir.parent_path());
   const fs::path out = dir.parent_path() / "stdout", err = dir.parent_path() / "stderr";
-  pid_t pid = spawn_cli("search --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 "
+  pid_t pid = spawn_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 30 "
                         "--optimizers random --budget 100000 --seeds 1 --threads 2 --quiet --out " + dir.string(),
                         out, err);
   REQUIRE(pid > 0);

@@ -100,6 +100,7 @@ SteadyWindow overlap(const ServingResult& pre, const ServingResult& dec, const S
     if (t > w.start && t <= w.end) w.tokens += n;
   for (const auto& r : out.requests)
     if (r.completed && r.finish > w.start && r.finish <= w.end) w.completions++;
+  w.turnover = dec.steady.turnover;  // the decode pool's batches are the ones the window must turn over
   w.trusted = pre.steady.trusted && dec.steady.trusted;
   w.note = !pre.steady.trusted ? "prefill pool: " + pre.steady.note : dec.steady.note;
   return w;

@@ -748,6 +748,7 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
   for (const auto& l : loads)
     for (double t : l.completions)
       if (t > w.start && t <= w.end) w.completions++;
+  w.turnover = turnover;
   w.trusted = w.completions >= turnover;
   if (!w.trusted)
     w.note = "short saturated window: " + std::to_string(w.completions) + " completions in it, fewer than one more turnover (" +

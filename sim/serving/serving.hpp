@@ -207,6 +207,7 @@ struct SteadyWindow {
   double start = 0, end = 0;      // seconds; end ≤ start means no window
   long tokens = 0;                // generated tokens emitted inside (start, end]
   long completions = 0;           // requests completed inside
+  long turnover = 0;              // Σ over replicas of their peak running sequences: one batch turnover
   bool trusted = false;           // the window holds at least one more full turnover of the batch
   std::string note;               // why it is missing or short
   double seconds() const { return end > start ? end - start : 0; }

@@ -12,7 +12,7 @@ import shardsim
 
 BINARY = os.environ["SHARDSIM_BINARY"]
 SOURCE = os.environ["SHARDSIM_SOURCE_DIR"]
-OPTIONS = dict(model="mixtral-8x7b", cluster="dgx-h100:1", requests=40, seed=3)
+OPTIONS = dict(model="mixtral-8x7b", cluster="dgx-h100:1", requests=40, seed=3, objective="drain")
 
 
 def without_wall(result):
@@ -94,7 +94,8 @@ class ModuleTest(unittest.TestCase):
             env = dict(os.environ)
             run = subprocess.run([sys.executable, os.path.join(SOURCE, "tools/python/optuna_study.py"), "--model",
                                   "mixtral-8x7b", "--cluster", "dgx-h100:1", "--requests", "40", "--budget", "30",
-                                  "--seeds", "1", "--samplers", "tpe", "--builtins", "megatron,random", "--out", out],
+                                  "--seeds", "1", "--samplers", "tpe", "--builtins", "megatron,random", "--objective", "drain",
+                                  "--out", out],
                                  env=env, capture_output=True, text=True)
             self.assertEqual(run.returncode, 0, run.stderr)
             with open(os.path.join(out, "results.json")) as f:
@@ -111,7 +112,7 @@ class ModuleTest(unittest.TestCase):
 class DocumentedExampleTest(unittest.TestCase):
     def test_the_own_optimizer_example_of_docs_optimizers_md_runs_and_is_reported(self):
         with tempfile.TemporaryDirectory() as d:
-            run = subprocess.run([sys.executable, os.path.join(SOURCE, "tools/python/my_optimizer.py"), os.path.join(d, "s")],
+            run = subprocess.run([sys.executable, os.path.join(SOURCE, "tools/python/my_optimizer.py"), os.path.join(d, "s"), "drain"],
                                  capture_output=True, text=True)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertTrue(os.path.exists(os.path.join(d, "s", "results.json")))

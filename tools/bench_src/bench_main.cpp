@@ -11,6 +11,7 @@
 // analytic tier): the same runs with 1 and 2 TBB threads — simulated evaluations per second,
 // the speed-up, the cache hit rate and the wall time. `shardsim_bench search` runs only this.
 // accuracy: issue 11's reference set, the fast path against the exact one (tools/bench_src/accuracy.hpp).
+// objective [PLANS [PROBLEMS]]: the default objective against ground truth (tools/bench_src/objective.hpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "tools/bench_src/accuracy.hpp"
+#include "tools/bench_src/objective.hpp"
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/serving_evaluator.hpp"
@@ -294,13 +296,17 @@ int main(int argc, char** argv) {
     bench_search();
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "objective") {  // objective [PLANS [PROBLEMS]]
+    bench_objective(argc > 2 ? std::atoi(argv[2]) : 50, argc > 3 ? std::atoi(argv[3]) : 3);
+    return 0;
+  }
   // Worker pools fork their zygotes first, before any thread exists.
   WorkerPool one(1, simgrid_worker_handler), two(2, simgrid_worker_handler);
   // [N [analytic]] or analytic: N requests (1,000), only the 9-plan table with "analytic".
   const std::string first = argc > 1 ? argv[1] : "";
   const bool only_analytic = first == "analytic" || (argc > 2 && std::string(argv[2]) == "analytic");
   if (!first.empty() && first != "analytic" && first.find_first_not_of("0123456789") != std::string::npos) {
-    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | accuracy [FILTER] | search\n");
+    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | accuracy [FILTER] | search | objective [PLANS [PROBLEMS]]\n");
     return 2;
   }
   int requests = !first.empty() && first != "analytic" ? std::atoi(first.c_str()) : 1000;

@@ -65,7 +65,7 @@ namespace {
 struct SearchOptions {
   SimInputs in;
   std::string fidelity = "simgrid";
-  std::string objective = "throughput";
+  std::string objective = "capacity";
   std::string goal = "p99";
   std::string optimizers = "megatron,random,ga,sa";
   bool log_evals = false;  // anytime.png with evaluations on a log scale
@@ -293,11 +293,10 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 void check_options(const SearchOptions& opt) {
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
-  if (opt.objective != "throughput" && opt.objective != "goodput" && opt.objective != "throughput-tpot" &&
-      opt.objective != "max-rate")
-    throw InputError("--objective", opt.objective, "unknown objective (expected throughput, goodput, throughput-tpot or max-rate)");
-  if (opt.objective == "max-rate" && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
-    throw InputError("--objective", opt.objective, "max-rate chooses the rates itself: drop --rate, --concurrency and --offline");
+  const Objective objective = parse_objective(opt.objective, "--objective");
+  if (objective_sets_load(objective) && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
+    throw InputError("--objective", opt.objective,
+                     std::string(objective_name(objective)) + " chooses the load itself: drop --rate, --concurrency and --offline");
   (void)parse_seeds(opt.seeds);
   if (opt.out.empty()) throw InputError("--out", "", "an output directory is required (or --resume DIR)");
   std::error_code ec;
@@ -327,7 +326,7 @@ json study_inputs(const SearchOptions& opt, const LoadedInputs& L, const Serving
   // Keys added with load control are absent unless used, so older journals still resume.
   if (load_given(opt.in)) j["load"] = load_to_json(opt.in);
   if (opt.in.routed_tokens >= 0) j["routed_tokens"] = opt.in.routed_tokens;
-  if (opt.objective == "throughput-tpot" || opt.objective == "max-rate") j["goal"] = opt.goal;
+  if (objective_uses_goal(parse_objective(opt.objective, "--objective"))) j["goal"] = opt.goal;
   return j;
 }
 
@@ -410,14 +409,24 @@ EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L
                                  opt.samples, runner, "--goal");
 }
 
-// A throughput objective is steady-state generated tokens per second only where the run has a
-// saturated window; otherwise it is the output over the whole run — how fast this batch of
-// requests drains, which the longest requests decide as much as the plan's capacity. The best
-// plan is replayed once (analytic tier: the window is a property of the schedule) to say which.
+// What was scored, in words: for the capacity measures, how they were measured; for a drain, whether
+// the best plan's run had a saturated window — otherwise its score is the output over the whole run,
+// how fast this batch of requests drains (the best plan is replayed once, analytic tier, to say).
 std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
                                     const SearchReport& rep, const SearchOutcome& out, const SearchSpace& space) {
-  if (rep.best_known <= 0 || (opt.objective != "throughput" && opt.objective != "throughput-tpot"))
-    return "";
+  const Objective o = parse_objective(opt.objective, "--objective");
+  const std::string drawn = "drawn from the whole trace " + L.trace_spec + " (" + std::to_string(L.population.requests.size()) +
+                            " requests; the first backlog holds all of them, so --requests does not move the figure), seed " +
+                            std::to_string(opt.in.seed) + "; sim/serving/capacity.hpp, docs/optimizers.md";
+  if (o == Objective::Capacity)
+    return "\nWhat was scored: each plan's capacity under " +
+           parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal").describe() + " — the highest " +
+           (opt.in.arrivals == "trace" ? std::string("rate (the trace's arrival shape)") : std::string("Poisson rate")) +
+           " whose replay meets it, at most the plan's saturated rate, " + drawn + ".\n";
+  if (o == Objective::Saturated)
+    return "\nWhat was scored: each plan's saturated output tok/s — a backlog that keeps every batch full, measured once "
+           "its window holds 3 batch turnovers and its rate's 95% interval is within ±2%, " + drawn + ".\n";
+  if (rep.best_known <= 0 || (o != Objective::Drain && o != Objective::DrainTpot)) return "";
   Metrics m;
   ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, "analytic"))
       .evaluate_reporting(space.decode(out.runs[rep.best_run].best.genes), &m);
@@ -426,7 +435,7 @@ std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs
          (m.steady_note.empty() ? std::string("no saturated window was found") : m.steady_note) +
          "; so the objective is its output over the whole run of " + std::to_string(L.trace.requests.size()) +
          " requests: how fast this batch drains, which its longest requests decide as much as the plan's capacity. "
-         "For a capacity comparison give more requests (--requests).\n";
+         "For what a plan sustains use --objective capacity (the default) or saturated.\n";
 }
 
 // Reports and writes what the search found; returns 0, or 128 + the signal that stopped it.
@@ -584,13 +593,14 @@ void add_search_command(CLI::App& app) {
   cmd->get_option("--arrivals")->remove_needs(cmd->get_option("--rate"));
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full (see 'shardsim simulate --help')")->capture_default_str();
   cmd->add_option("--objective", opt->objective,
-                  "throughput (output tok/s, offline replay) | goodput (req/s within --slo) | throughput-tpot (output tok/s, "
-                  "feasible only with TPOT within --slo at --goal's percentile) | max-rate (the highest Poisson rate meeting "
-                  "--slo and --goal; ~8 runs per evaluation; docs/load.md)")
+                  "capacity (the highest Poisson rate, req/s, meeting --slo at --goal, bracketed by the saturated rate; "
+                  "~6-8 runs per evaluation) | saturated (output tok/s of a backlog run extended until it converges) | "
+                  "drain (output tok/s of a run of the --requests given: depends on how many) | goodput (req/s within --slo "
+                  "over that run) | drain-tpot (drain, feasible only with TPOT within --slo at --goal); docs/optimizers.md")
       ->capture_default_str();
-  cmd->add_option("--goal", opt->goal, "for throughput-tpot and max-rate: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')")
+  cmd->add_option("--goal", opt->goal, "for capacity and drain-tpot: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')")
       ->capture_default_str();
-  cmd->add_flag("--online", opt->online, "keep the trace's arrival times for the throughput objective");
+  cmd->add_flag("--online", opt->online, "keep the trace's arrival times for the drain objectives");
   cmd->add_option("--optimizers", opt->optimizers, "comma list of: megatron, random, exhaustive, ga, sa, rl, rl-noattn")
       ->capture_default_str();
   cmd->add_option("--budget", opt->budget, "evaluations per optimizer run")->capture_default_str()->check(CLI::Range(1L, 10'000'000L));

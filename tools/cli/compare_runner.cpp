@@ -140,6 +140,7 @@ EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, Si
   ei.cluster = p.in->cluster.get();
   ei.cluster_spec = p.cluster_spec;
   ei.trace = &trace;
+  ei.population = &p.in->population;
   ei.routing = p.in->routing.get();
   ei.serving = serving_of(p, false);
   ei.tier = s.fidelity;
@@ -152,7 +153,8 @@ EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, Si
   return ei;
 }
 
-// The best plan a search finds for `p`'s problem: the Megatron portfolio, then the optimizer.
+// The best plan a search finds for `p`'s problem (scored by its capacity under the comparison's SLO
+// goal, as `shardsim search` scores by default): the Megatron portfolio, then the optimizer.
 void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   const LoadedInputs& L = *p.in;
   Plan base = default_plan(L.model);
@@ -168,7 +170,7 @@ void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   for (const auto& r : rules) st.portfolio.push_back(r.genes);
   st.params = &params;
   const RequestTrace trace = trace_of(p, s);
-  const ServingEvaluator evaluator(evaluator_inputs(p, s, runner, trace, Objective::Throughput));
+  const ServingEvaluator evaluator(evaluator_inputs(p, s, runner, trace, Objective::Capacity));
   const SearchOutcome out = run_search(*space, evaluator, runs, st);
   const RunRecord* best = nullptr;
   for (const auto& r : out.runs)
@@ -211,7 +213,7 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
 
 // The highest Poisson rate meeting the goal (0 when none does).
 double max_rate_of(const Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
-  const Score sc = ServingEvaluator(evaluator_inputs(p, s, runner, p.in->trace, Objective::MaxRate)).evaluate(p.plan);
+  const Score sc = ServingEvaluator(evaluator_inputs(p, s, runner, p.in->trace, Objective::Capacity)).evaluate(p.plan);
   return sc.feasible ? sc.objective : 0;
 }
 

@@ -21,7 +21,7 @@ constexpr const char* kSource = "problem";
 void add_problem_options(CLI::App& app, ProblemOptions& o) {
   add_sim_options(&app, o.in);
   app.add_option("--fidelity", o.fidelity)->check(CLI::IsMember({"analytic", "simgrid", "full"}));
-  app.add_option("--objective", o.objective)->check(CLI::IsMember({"throughput", "goodput", "throughput-tpot", "max-rate"}));
+  app.add_option("--objective", o.objective);
   app.add_option("--goal", o.goal);
   app.add_option("--space", o.space);
   app.add_option("--base", o.base);
@@ -79,8 +79,10 @@ ProblemOptions parse_problem_options(const json& options) {
       if (what.find("--" + it.key()) != std::string::npos) field = "/" + it.key();
     throw InputError(kSource, field, what);
   }
-  if (o.objective == "max-rate" && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
-    throw InputError(kSource, "/objective", "max-rate chooses the rates itself: drop rate, concurrency and offline");
+  const Objective objective = parse_objective(o.objective, kSource + std::string(": /objective"));
+  if (objective_sets_load(objective) && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
+    throw InputError(kSource, "/objective",
+                     std::string(objective_name(objective)) + " chooses the load itself: drop rate, concurrency and offline");
   o.given = options;
   return o;
 }

@@ -4,7 +4,7 @@
 //
 // Owns: EvalProblem. Options are a JSON object whose keys are `shardsim search`'s option names
 // without the dashes ({"model": "deepseek-v3", "cluster": "dgx-h100:8", "requests": 300,
-// "offline": true, "fidelity": "analytic", "objective": "throughput", "space": "degrees"}); they
+// "offline": true, "fidelity": "analytic", "objective": "capacity", "space": "degrees"}); they
 // are parsed by the very CLI11 options `search` registers (tools/cli/sim_inputs), so defaults,
 // checks and error messages are the command's. The throughput objectives replay offline unless
 // "online" or a load is given, as in `search`.
@@ -42,7 +42,7 @@ namespace shardsim::cli {
 struct ProblemOptions {
   SimInputs in;
   std::string fidelity = "analytic";
-  std::string objective = "throughput";
+  std::string objective = "capacity";
   std::string goal = "p99";
   std::string space = "all";
   std::string base;

@@ -40,8 +40,9 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 bool search_replays_offline(const SimInputs& in, const std::string& objective, bool online) {
-  const bool throughput = objective == "throughput" || objective == "throughput-tpot";
-  return in.offline || (throughput && !online && !load_given(in));
+  const Objective o = parse_objective(objective, "--objective");
+  const bool drain = o == Objective::Drain || o == Objective::DrainTpot;
+  return in.offline || (drain && !online && !load_given(in));
 }
 
 EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
@@ -57,10 +58,8 @@ EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs&
   ei.tier = fidelity;
   ei.runner = runner;
   ei.samples = samples;
-  ei.objective = objective == "throughput"        ? Objective::Throughput
-                 : objective == "goodput"         ? Objective::Goodput
-                 : objective == "throughput-tpot" ? Objective::ThroughputTpot
-                                                  : Objective::MaxRate;
+  ei.population = &L.population;
+  ei.objective = parse_objective(objective, "--objective");
   ei.goal = parse_slo_goal(goal, so.slo_ttft, so.slo_tpot, goal_source);
   ei.arrivals = in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
   ei.seed = in.seed;

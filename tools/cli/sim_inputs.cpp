@@ -123,7 +123,8 @@ LoadedInputs load_inputs(const SimInputs& in, ModelSpec model, std::unique_ptr<C
   out.model = std::move(model);
   out.cluster = std::move(cluster);
   out.trace_spec = with_seed(in.trace, in.seed);
-  out.trace = head(load_request_trace(out.trace_spec), static_cast<std::size_t>(in.requests));
+  out.population = load_request_trace(out.trace_spec);
+  out.trace = head(out.population, static_cast<std::size_t>(in.requests));
   parse_slo(in.slo, out.serving);
   out.serving.offline = in.offline;
   if (in.rate > 0) out.trace = trace_at_rate(in, out.trace, in.rate);

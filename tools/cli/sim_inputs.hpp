@@ -53,7 +53,8 @@ RequestTrace trace_at_rate(const SimInputs& in, const RequestTrace& trace, doubl
 struct LoadedInputs {
   ModelSpec model;
   std::unique_ptr<Cluster> cluster;
-  RequestTrace trace;
+  RequestTrace trace;                      // the first --requests of the trace (at --rate when given)
+  RequestTrace population;                 // the whole trace: what capacity measures draw from
   std::unique_ptr<RoutingSource> routing;  // null for dense models
   ServingOptions serving;
   std::string routing_spec;                // with the seed applied

@@ -63,6 +63,7 @@ def main(argv):
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--space", default="all")
     ap.add_argument("--fidelity", default="analytic")
+    ap.add_argument("--objective", default="capacity", help="capacity (req/s within the SLO) | saturated | drain | goodput | drain-tpot")
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--seeds", default="3")
     ap.add_argument("--samplers", default="tpe,cmaes")
@@ -74,7 +75,7 @@ def main(argv):
     optuna.logging.set_verbosity(logging.WARNING)
     workers = 0 if a.fidelity == "analytic" else a.threads
     try:
-        problem = shardsim.Problem(workers=workers, model=a.model, cluster=a.cluster, requests=a.requests,
+        problem = shardsim.Problem(workers=workers, model=a.model, cluster=a.cluster, requests=a.requests, objective=a.objective,
                                    space=a.space, fidelity=a.fidelity)
         study = problem.study(budget=a.budget)
         for name in a.samplers.split(","):

@@ -1,0 +1,238 @@
+// sim/serving/capacity.cpp — backlog runs extended until their window converges; the SLO capacity search.
+#include "sim/serving/capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "common/readable_number.hpp"
+
+namespace shardsim {
+
+RequestTrace capacity_sample(const RequestTrace& population, long n, std::uint64_t seed, bool trace_order_first) {
+  RequestTrace out;
+  out.source = population.source;
+  const std::size_t size = population.requests.size();
+  if (size == 0 || n <= 0) return out;
+  out.requests.reserve(static_cast<std::size_t>(n));
+  std::vector<std::size_t> order(size);
+  for (std::uint64_t pass = 0; static_cast<long>(out.requests.size()) < n; ++pass) {
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (pass > 0 || !trace_order_first) {
+      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + pass + 1);
+      for (std::size_t i = size - 1; i > 0; --i) {  // Fisher–Yates, our own draws (portable)
+        const std::size_t j = static_cast<std::size_t>(rng() % (i + 1));
+        std::swap(order[i], order[j]);
+      }
+    }
+    for (std::size_t k = 0; k < size && static_cast<long>(out.requests.size()) < n; ++k) {
+      Request r = population.requests[order[k]];
+      r.arrival_s = 0;
+      out.requests.push_back(r);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Two-sided 95% Student t quantile for `dof` degrees of freedom (dof ≥ 1).
+double t95(int dof) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  if (dof <= 0) return 1e9;
+  if (dof <= 20) return table[dof - 1];
+  return 1.96 + 2.4 / dof;
+}
+
+// The window's batch-means interval: the half-width of the 95% interval of the mean rate,
+// relative to it (infinity when the window is empty).
+double batch_halfwidth(const ServingResult& r, int batches) {
+  const double a = r.steady.start, b = r.steady.end;
+  if (!(b > a) || batches < 2) return INFINITY;
+  std::vector<double> tokens(static_cast<std::size_t>(batches), 0.0);
+  const double span = (b - a) / batches;
+  for (const auto& [t, n] : r.emissions) {
+    if (!(t > a && t <= b)) continue;
+    const int k = std::min(batches - 1, static_cast<int>((t - a) / span));
+    tokens[static_cast<std::size_t>(k)] += n;
+  }
+  double mean = 0;
+  for (double x : tokens) mean += x;
+  mean /= batches;
+  if (!(mean > 0)) return INFINITY;
+  double var = 0;
+  for (double x : tokens) var += (x - mean) * (x - mean);
+  var /= (batches - 1);
+  return t95(batches - 1) * std::sqrt(var / batches) / mean;
+}
+
+}  // namespace
+
+std::string SaturatedThroughput::describe() const {
+  if (!feasible) return "infeasible: " + note;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s output tok/s, %s req/s (%s: 95%% interval ±%.1f%%, %.1f batch turnovers in %.3g–%.3g s, %s requests, %d run%s)",
+                readable(output_tok_s).c_str(), readable(request_s, 3).c_str(), converged ? "converged" : "NOT converged",
+                100 * std::min(rel_halfwidth, 9.99), turnovers, window_start, window_end, readable(static_cast<double>(requests)).c_str(),
+                runs, runs == 1 ? "" : "s");
+  return buf;
+}
+
+SaturatedThroughput saturated_throughput(const CapacityServe& serve, const RequestTrace& population,
+                                         const ServingOptions& base, const CapacityOptions& opt) {
+  SaturatedThroughput s;
+  ServingOptions so = base;
+  so.offline = true;
+  so.concurrency = 0;
+  so.timeline_steps = 0;
+  // At least the whole trace (up to the limit): a start that does not depend on --requests.
+  long n = std::min(opt.max_requests,
+                    std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
+  for (;;) {
+    const RequestTrace sample = capacity_sample(population, n, opt.seed, false);
+    Metrics m;
+    const ServingResult r = serve(sample, so, m);
+    ++s.runs;
+    s.requests = n;
+    s.metrics = m;
+    if (r.rejected_any || m.completed < m.requests) {
+      s.feasible = false;
+      s.note = r.note.empty() ? "not every request completed" : r.note;
+      return s;
+    }
+    s.feasible = true;
+    const SteadyWindow& w = r.steady;
+    s.window_start = w.start;
+    s.window_end = w.end;
+    s.turnovers = w.turnover > 0 ? static_cast<double>(w.completions) / static_cast<double>(w.turnover) : 0;
+    s.rel_halfwidth = batch_halfwidth(r, opt.batches);
+    if (w.seconds() > 0) {
+      s.output_tok_s = static_cast<double>(w.tokens) / w.seconds();
+      s.request_s = static_cast<double>(w.completions) / w.seconds();
+      double prompt = 0;
+      for (const auto& q : r.requests)
+        if (q.completed && q.first_token > w.start && q.first_token <= w.end) prompt += q.prompt_tokens;
+      s.total_tok_s = s.output_tok_s + prompt / w.seconds();
+    } else {  // no window at all: the whole run's rates, never trusted
+      s.output_tok_s = m.output_tok_s;
+      s.request_s = m.request_s;
+      s.total_tok_s = m.throughput_tok_s;
+    }
+    s.converged = w.seconds() > 0 && s.turnovers >= opt.min_turnovers && s.rel_halfwidth <= opt.rel_halfwidth;
+    if (s.converged) {
+      s.note.clear();
+      return s;
+    }
+    if (n >= opt.max_requests) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "not converged at %ld requests (the limit): %.1f turnovers, ±%.1f%% (needs %g and ±%g%%)", n,
+                    s.turnovers, 100 * std::min(s.rel_halfwidth, 9.99), opt.min_turnovers, 100 * opt.rel_halfwidth);
+      s.note = buf;
+      return s;
+    }
+    // The next size from what this run lacked: the window's turnovers grow about as the requests,
+    // the interval's half-width as one over their square root. At least doubled, at most ×16.
+    double grow = 4;
+    if (w.seconds() > 0 && s.turnovers > 0) {
+      grow = std::max(1.25 * opt.min_turnovers / s.turnovers, 1.0);
+      if (std::isfinite(s.rel_halfwidth)) grow = std::max(grow, 1.25 * std::pow(s.rel_halfwidth / opt.rel_halfwidth, 2));
+    }
+    grow = std::clamp(grow, 2.0, 16.0);
+    n = std::min(opt.max_requests, static_cast<long>(std::ceil(grow * static_cast<double>(n))));
+  }
+}
+
+std::string SloCapacity::describe() const {
+  if (!saturated.feasible) return "infeasible: " + saturated.note;
+  if (!feasible) return "none: " + note;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s req/s (%s output tok/s)%s; %d runs", readable(rate, 3).c_str(), readable(output_tok_s).c_str(),
+                at_saturation ? " — the saturated rate itself meets the goal"
+                              : (min_failing > 0 ? (", " + readable(min_failing, 3) + " req/s misses it").c_str() : ""),
+                runs());
+  return buf;
+}
+
+SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& population, const ServingOptions& base,
+                               const SloGoal& goal, const CapacityOptions& opt) {
+  SloCapacity c;
+  c.saturated = saturated_throughput(serve, population, base, opt);
+  if (!c.saturated.feasible) {
+    c.note = c.saturated.note;
+    return c;
+  }
+  const double mu = c.saturated.request_s;
+  if (!(mu > 0)) {
+    c.note = "no completions in the saturated run";
+    return c;
+  }
+  // Every probe replays the whole trace at least (and as many requests as the saturated run
+  // needed): a queue near the capacity builds slowly, so a shorter probe would pass rates the
+  // trace's own replay fails — and the probe's length does not depend on where the search started.
+  const long probe_n = std::min(opt.max_requests,
+                                std::max(c.saturated.requests, static_cast<long>(population.requests.size())));
+  const RequestTrace sample = capacity_sample(population, probe_n, opt.seed, true);
+  double mean_output = 0;
+  for (const auto& q : sample.requests) mean_output += std::max(1, q.output_tokens);
+  mean_output /= std::max<std::size_t>(1, sample.requests.size());
+  ServingOptions so = base;
+  so.offline = false;
+  so.concurrency = 0;
+  so.timeline_steps = 0;
+  // Judged on all its requests and on those of the second half of its arrivals (a queue that
+  // grows shows there); a rejected or unfinished request fails the probe.
+  auto probe = [&](double rate, Metrics& judged) {
+    ++c.probes;
+    const RequestTrace t = at_rate(sample, rate, opt.arrivals, opt.seed);
+    Metrics whole;
+    ServingResult r = serve(t, so, whole);
+    if (r.rejected_any || whole.completed < whole.requests) return false;
+    const double half = t.requests[t.requests.size() / 2].arrival_s;
+    ServingResult late;
+    late.makespan = r.makespan;
+    for (const auto& q : r.requests)
+      if (q.arrival >= half) late.requests.push_back(q);
+    judged = summarize(late, so, 1);
+    return goal.met(judged) && goal.met(whole);
+  };
+  Metrics m;
+  if (probe(mu, m)) {
+    c.feasible = true;
+    c.at_saturation = true;
+    c.rate = mu;
+    c.at_rate = m;
+  } else {
+    c.min_failing = mu;
+    for (double f : {0.5, 0.125, 1.0 / 32}) {
+      Metrics x;
+      if (probe(f * mu, x)) {
+        c.feasible = true;
+        c.rate = f * mu;
+        c.at_rate = x;
+        break;
+      }
+      c.min_failing = f * mu;
+    }
+    if (!c.feasible) {
+      c.note = "even " + readable(c.min_failing, 3) + " req/s misses " + goal.describe();
+      return c;
+    }
+    while (c.min_failing > c.rate * (1 + opt.rel_tol)) {
+      const double mid = std::sqrt(c.rate * c.min_failing);
+      Metrics x;
+      if (probe(mid, x)) {
+        c.rate = mid;
+        c.at_rate = x;
+      } else {
+        c.min_failing = mid;
+      }
+    }
+  }
+  c.output_tok_s = c.rate * mean_output;
+  return c;
+}
+
+}  // namespace shardsim

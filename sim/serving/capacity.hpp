@@ -1,0 +1,101 @@
+// sim/serving/capacity.hpp — what a plan can serve, measured so that no run length can fool it:
+// saturated throughput and capacity under an SLO.
+//
+// Owns: capacity_sample(), saturated_throughput() and capacity_under_slo().
+//
+// Saturated throughput. A backlog (every request waiting at t = 0, MLPerf Offline's arrangement)
+// keeps every replica's batch and KV as full as its scheduler allows — for any plan, disaggregated
+// ones included, and without guessing a client count that might under-fill a batch. It is measured
+// in the run's saturated window (SteadyWindow: from every replica's first batch turnover to the
+// first replica's last admission), and only trusted when that window holds at least
+// `min_turnovers` batch turnovers and its rate has converged: the window is cut into `batches`
+// equal spans, and the 95% interval of the mean of their rates (Student t) must be within
+// ±`rel_halfwidth` of it. The first backlog holds the whole trace (at least `start_requests`,
+// at most `max_requests`), so the figure does not depend on how many requests a command was given.
+// Otherwise the run extends itself: more requests, drawn from the same
+// trace (capacity_sample), as many more as the window lacked turnovers or precision
+// (at least twice, at most sixteen times as many each time), up to `max_requests`; a figure
+// that never converged says so (converged = false, with its evidence) and is never called steady.
+//
+// Capacity under an SLO. The highest Poisson rate (or the trace's arrival shape rescaled) whose run
+// meets the goal's percentiles, bracketed from above by the saturated request rate: a rate above
+// what the plan sustains is never reported (at most the saturated rate, flagged `at_saturation`).
+// Each probe replays the whole trace, or as many requests as the converged saturated run used when
+// that is more (up to `max_requests`), and meets the goal only when all its requests meet it
+// and so do those that arrived in the second half of its arrivals (a queue that grows slowly
+// shows there as a tail). Probes: the saturated rate, then half
+// of it (an eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`.
+//
+// Both are pure given a pure `serve`; every random choice flows from `seed`. Units: seconds,
+// tokens per second, requests per second.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "sim/serving/load_sweep.hpp"
+#include "sim/serving/metrics.hpp"
+#include "workloads/request_trace.hpp"
+
+namespace shardsim {
+
+struct CapacityOptions {
+  long start_requests = 300;      // the first sample's size, if larger than the trace (a command's --requests)
+  long max_requests = 65536;      // the extension stops here (converged = false beyond)
+  int batches = 10;               // batch means over the window
+  double rel_halfwidth = 0.02;    // the 95% interval's half-width, relative to the mean
+  double min_turnovers = 3;       // batch turnovers the window must hold
+  double rel_tol = 0.04;          // capacity under an SLO: bisection stops within this factor
+  Arrival arrivals = Arrival::Poisson;
+  std::uint64_t seed = 1;
+};
+
+// `n` requests from `population`, all arriving at 0: seeded shuffles of it, one per pass (each
+// request once per pass), or with `trace_order_first` the trace in its own order first (its bursts
+// of long prompts are part of the workload an arrival-paced replay meets), then the shuffles. The
+// sample of n is a prefix of the sample of 2n, so an extended run keeps the requests it had. The
+// backlog runs use shuffles (a stationary sample, whose window converges); the SLO probes the
+// trace's order.
+RequestTrace capacity_sample(const RequestTrace& population, long n, std::uint64_t seed, bool trace_order_first);
+
+// Serves a trace with options; returns the run and its Metrics (the caller's tier and plan).
+using CapacityServe = std::function<ServingResult(const RequestTrace&, const ServingOptions&, Metrics&)>;
+
+struct SaturatedThroughput {
+  bool feasible = false;          // false: some request was rejected or never completed (note)
+  bool converged = false;         // the window met the turnover and interval rule
+  double output_tok_s = 0;        // generated tokens per second in the window
+  double total_tok_s = 0;         // + prompt tokens of the requests whose first token fell in it
+  double request_s = 0;           // completions per second in the window
+  long requests = 0;              // the sample size of the last run
+  int runs = 0;                   // serving runs spent (the extensions)
+  double window_start = 0, window_end = 0;
+  double turnovers = 0;           // completions in the window ÷ one batch turnover
+  double rel_halfwidth = 0;       // of the 95% interval of the batch means, relative
+  std::string note;               // why not feasible / not converged
+  Metrics metrics;                // of the last run (a backlog: its TTFT is queueing, not latency)
+  std::string describe() const;   // "12,345 tok/s (converged: ±1.2%, 7.5 turnovers, 2,400 requests)"
+};
+
+SaturatedThroughput saturated_throughput(const CapacityServe& serve, const RequestTrace& population,
+                                         const ServingOptions& base, const CapacityOptions& opt);
+
+struct SloCapacity {
+  bool feasible = false;          // some probed rate met the goal
+  double rate = 0;                // req/s: the highest probed rate that met it
+  double min_failing = 0;         // the lowest probed rate above it that did not (0: none did)
+  bool at_saturation = false;     // the saturated rate itself met the goal (the capacity is the plan's throughput)
+  double output_tok_s = 0;        // rate × the sample's mean output tokens
+  int probes = 0;                 // rate runs (the saturated runs are in saturated.runs)
+  SaturatedThroughput saturated;
+  Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too)
+  std::string note;
+  int runs() const { return probes + saturated.runs; }
+  std::string describe() const;
+};
+
+SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& population, const ServingOptions& base,
+                               const SloGoal& goal, const CapacityOptions& opt);
+
+}  // namespace shardsim
