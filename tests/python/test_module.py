@@ -68,6 +68,16 @@ class ModuleTest(unittest.TestCase):
         with self.assertRaises(shardsim.ShardsimError) as e:
             shardsim.Problem(model="mixtral-8x7b", requests=0)
         self.assertEqual(e.exception.field, "/requests")
+        # A value index of 2^32 (or 2^64 - 1) is refused, not read as 0 and scored as another plan.
+        genes = list(self.problem.rules[0]["genes"])
+        name = self.problem.decisions[0]["name"]
+        for huge in (2**32, 2**64 - 1, -1):
+            with self.assertRaises(shardsim.ShardsimError) as e:
+                self.problem.score([huge] + genes[1:])
+            self.assertEqual(e.exception.field, "/0")
+            with self.assertRaises(shardsim.ShardsimError) as e:
+                self.problem.score({name: huge})
+            self.assertEqual(e.exception.field, "/" + name)
 
     def test_score_many_equals_one_by_one(self):
         plans = ["tp=8", "tp=2,dp=4", "tp=1,dp=8", "tp=4,dp=2", "bogus=1"]

@@ -16,6 +16,15 @@ namespace shardsim::cli {
 
 namespace {
 
+// A JSON integer as an index below `size`, read at its own width (a 2^32 read as int was 0:
+// another plan scored in its place); -1 when it is not one.
+int value_index(const json& v, std::size_t size) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>() < size ? static_cast<int>(v.get<std::uint64_t>()) : -1;
+  const std::int64_t x = v.get<std::int64_t>();
+  return x >= 0 && static_cast<std::uint64_t>(x) < size ? static_cast<int>(x) : -1;
+}
+
+
 constexpr const char* kSource = "problem";
 
 void add_problem_options(CLI::App& app, ProblemOptions& o) {
@@ -171,7 +180,7 @@ ResolvedPlan EvalProblem::resolve(const json& plan) const {
       if (d == s.num_decisions()) throw InputError("plan", "/" + it.key(), "not a decision of this space (see \"decisions\")");
       const auto& labels = s.decisions()[static_cast<std::size_t>(d)].labels;
       int v = -1;
-      if (it->is_number_integer()) v = it->get<int>();
+      if (it->is_number_integer()) v = value_index(*it, labels.size());
       else if (it->is_string())
         for (std::size_t k = 0; k < labels.size(); ++k)
           if (labels[k] == it->get<std::string>()) v = static_cast<int>(k);
@@ -185,7 +194,12 @@ ResolvedPlan EvalProblem::resolve(const json& plan) const {
       throw InputError("plan", "", "a genome needs " + std::to_string(s.num_decisions()) + " values, got " + std::to_string(plan.size()));
     for (const auto& v : plan) {
       if (!v.is_number_integer()) throw InputError("plan", "/" + std::to_string(g.size()), "expected an integer value index");
-      g.push_back(v.get<int>());
+      const auto& labels = s.decisions()[g.size()].labels;
+      const int index = value_index(v, labels.size());
+      if (index < 0)
+        throw InputError("plan", "/" + std::to_string(g.size()),
+                         "expected a value index below " + std::to_string(labels.size()) + ", got " + v.dump());
+      g.push_back(index);
     }
     if (!s.in_range(g)) throw InputError("plan", "", "a value index is out of its decision's range");
   } else {
