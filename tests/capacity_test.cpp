@@ -10,12 +10,14 @@
 #include "sim/plan/plan.hpp"
 #include "sim/serving/capacity.hpp"
 #include "sim/step/analytic_executor.hpp"
+#include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"
 #include "workloads/routing_trace.hpp"
 
 using namespace shardsim;
+namespace test = shardsim::test;
 
 namespace {
 
@@ -150,4 +152,24 @@ TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores 
   in.serving.offline = true;
   const ServingEvaluator drain(in);
   CHECK(drain.evaluate(artefact).objective > drain.evaluate(rule).objective);
+}
+
+TEST_CASE("simulate --capacity: both measures with how they were measured; no 'steady state' without a steady window") {
+  const std::string common = "simulate --model llama3-70b --cluster dgx-h100:1 --plan tp=4,dp=2,max_seqs=64 --fidelity analytic "
+                             "--trace synthetic:n=600,prompt=lognormal:600:0.6,output=lognormal:150:0.5,seed=4 ";
+  // 40 of the 600 requests end before the batches turn over: the run's window is not called steady.
+  test::CliResult r = test::run_cli(common + "--requests 40 --offline --capacity");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("steady state") == std::string::npos);
+  CHECK(r.out.find("(what the plan sustains: --capacity)") != std::string::npos);
+  CHECK(r.out.find("drawn from the whole trace") != std::string::npos);
+  CHECK(r.out.find("  saturated    ") != std::string::npos);
+  CHECK(r.out.find("(converged: 95% interval ±") != std::string::npos);
+  CHECK(r.out.find("  under SLO    ") != std::string::npos);
+  // More requests than the trace holds: said in the report body.
+  r = test::run_cli(common + "--requests 900 --offline");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("notice         --requests 900 asks for more than the trace holds: all its 600 requests") != std::string::npos);
+  CHECK(r.out.find("-0.000 s overlapped") == std::string::npos);
 }

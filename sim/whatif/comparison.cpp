@@ -53,7 +53,6 @@ std::string csv_field(const std::string& s) {
 
 // A max rate the run cannot vouch for: far above what the plan serves offline, a queue grows
 // without end, and meeting the SLO only means the run ended first (as `shardsim sweep` warns).
-bool too_short(const ScenarioOutcome& o) { return o.max_rate > 0 && o.max_rate > 2 * o.offline_capacity; }
 
 }  // namespace
 
@@ -129,7 +128,7 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
       << " | " << readable(m.tpot_ms.p50, 3) << " | " << readable(m.tpot_ms.p99, 3) << " | " << readable(m.goodput_req_s, 3)
       << " |";
     if (rated)
-      o << " " << (s.max_rate > 0 ? readable(s.max_rate, 3) : s.max_rate == 0 ? "none" : "—") << (too_short(s) ? "†" : "") << " |";
+      o << " " << (s.max_rate > 0 ? readable(s.max_rate, 3) : s.max_rate == 0 ? "none" : "—") << " |";
     o << " " << readable(s.static_gb, 3) << " | " << readable(s.kv_capacity_tokens, 3) << " |";
     if (priced) o << " " << (usd_per_mtok(s) > 0 ? "$" : "") << (usd_per_mtok(s) > 0 ? readable(usd_per_mtok(s), 3) : "—") << " |";
     o << (front[i] ? " ✓ |" : "  |") << "\n";
@@ -138,10 +137,10 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
   if (untrusted)
     o << "\n\\* no saturated window (the run ends before its batches turn over once): tok/s over the makespan, "
          "ramp-up and drain included; use more requests for steady-state figures.\n";
-  if (rated) o << "\nmax rate: the highest Poisson rate whose run meets " << ctx.goal << ".\n";
-  if (std::any_of(v.begin(), v.end(), too_short))
-    o << "\n† over twice the plan's offline throughput: the SLO holds only because the run ends before a queue builds; "
-         "use more requests.\n";
+  if (rated)
+    o << "\nmax rate: the plan's capacity under " << ctx.goal << " — the highest Poisson rate whose replay of the whole "
+         "trace meets it, at most the rate the plan sustains (a backlog run extended until it converges), whatever "
+         "--requests says.\n";
   return o.str();
 }
 

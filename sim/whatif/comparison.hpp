@@ -47,7 +47,6 @@ struct ScenarioOutcome {
   std::array<double, 5> slowdown{1, 1, 1, 1, 1};  // simgrid tier: per CollKind + sends, SimGrid / contention-free
   std::array<int, 5> slowdown_ops{};   // operations of each kind the sample held
   double max_rate = -1;                // req/s meeting the goal (< 0: not measured; 0: none meets)
-  double offline_capacity = 0;         // with max_rate: req/s the plan serves offline (saturated)
   double gpu_hour_usd = 0;             // 0: no price given
 };
 

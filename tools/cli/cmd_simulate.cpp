@@ -4,6 +4,7 @@
 // trace through the serving loop with the chosen executor, prints a short report (metrics, memory,
 // where the time goes) and writes the optional result JSON, Chrome timeline, request CSV and
 // (SimGrid tiers) per-link CSV — all only after the run succeeded.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <chrono>
@@ -76,7 +77,8 @@ void print_critical_path(std::ostream& o, const ServingBreakdown& b, int dp) {
 void print_communication(std::ostream& o, const ServingBreakdown& b, int dp, int gpus) {
   const double busy = b.comm_busy / dp, exposed = b.comm_exposed / dp;
   o << "communication  per GPU (mean of " << gpus << " GPUs): " << f("%.3f s busy = ", busy)
-    << f("%.3f s exposed (its compute idle) + ", exposed) << f("%.3f s overlapped with its compute\n", busy - exposed);
+    << f("%.3f s exposed (its compute idle) + ", exposed)
+    << f("%.3f s overlapped with its compute\n", std::max(0.0, busy - exposed));  // never "-0.000" from rounding
   const char* kinds[4] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all + p2p"};
   o << "  by kind      per GPU:";
   for (std::size_t k = 0; k < 4; ++k)
@@ -181,7 +183,11 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
     << "), plan " << plan_to_string(plan) << ", " << fidelity << " fidelity\n";
   o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests; " << describe_load(in)
-    << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n\n";
+    << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n";
+  if (static_cast<std::size_t>(in.requests) > L.population.requests.size())
+    o << "notice         --requests " << in.requests << " asks for more than the trace holds: all its "
+      << L.population.requests.size() << " requests are replayed\n";
+  o << "\n";
   o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
   o << "throughput     " << readable(m.throughput_tok_s) << " tok/s (prompt + output), " << readable(m.output_tok_s)
     << " output tok/s (" << readable(m.output_tok_s_per_gpu) << " per GPU) over the makespan\n";

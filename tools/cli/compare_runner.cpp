@@ -211,21 +211,11 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
   }
 }
 
-// The highest Poisson rate meeting the goal (0 when none does).
+// The highest Poisson rate meeting the goal (0 when none does): the plan's capacity under the SLO,
+// drawn from the whole trace and never above its saturated rate (sim/serving/capacity.hpp).
 double max_rate_of(const Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   const Score sc = ServingEvaluator(evaluator_inputs(p, s, runner, p.in->trace, Objective::Capacity)).evaluate(p.plan);
   return sc.feasible ? sc.objective : 0;
-}
-
-// Requests per second the plan serves offline (the scale of the capacity search), analytically.
-double offline_capacity(const Prepared& p, const CompareSettings& s) {
-  Prepared offline = p;
-  offline.load = LoadChoice{};
-  const ServingOptions so = serving_of(offline, false);
-  FidelityReport fr;
-  const ServingResult r = serve_at_fidelity("analytic", p.plan, p.in->model, *p.in->cluster, p.cluster_spec, p.in->trace,
-                                            p.in->routing.get(), so, nullptr, fr, s.samples);
-  return saturated_request_rate(r, summarize(r, so, p.in->cluster->num_gpus()));
 }
 
 ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettings& s, SimgridRunner* runner) {
@@ -263,7 +253,6 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   }
   if (s.max_rate && o.feasible) {
     o.max_rate = max_rate_of(p, s, runner);
-    o.offline_capacity = so.offline ? saturated_request_rate(r, o.metrics) : offline_capacity(p, s);
   }
   return o;
 }
