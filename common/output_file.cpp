@@ -41,9 +41,41 @@ fs::path resolve_target(const std::string& path) {
   return p;
 }
 
+// The descriptor a path names when it is one of this process's streams: /dev/stdout, /dev/stderr,
+// /dev/fd/N or /proc/self/fd/N (−1 otherwise). Such a path is the shell's redirection: renaming a
+// temp file over where it points replaced a log the shell opened for appending, and a pipe failed
+// only after the whole run; it is written to as the stream it is.
+int stream_fd(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string pre(prefix);
+    if (path.size() > pre.size() && path.compare(0, pre.size(), pre) == 0 &&
+        path.find_first_not_of("0123456789", pre.size()) == std::string::npos && path.size() - pre.size() <= 9)
+      return std::stoi(path.substr(pre.size()));
+  }
+  return -1;
+}
+
+// A temp file beside `target` that did not exist: O_EXCL | O_NOFOLLOW, so a link planted at the
+// predictable name is never followed (nor removed); another name is tried when one is taken.
+int open_temp(const fs::path& target, std::string& tmp) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    tmp = target.string() + ".tmp." + std::to_string(::getpid()) + (attempt ? "." + std::to_string(attempt) : "");
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 }  // namespace
 
 void check_output_path(const std::string& path) {
+  if (const int fd = stream_fd(path); fd >= 0) {
+    if (::fcntl(fd, F_GETFL) < 0) throw InputError(path, "", "cannot write: the stream is not open");
+    return;
+  }
   fs::path p = resolve_target(path);
   std::error_code ec;
   fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
@@ -52,11 +84,20 @@ void check_output_path(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {
+  if (const int out = stream_fd(path); out >= 0) {  // the shell's redirection: written as a stream
+    for (std::size_t done = 0; done < content.size();) {
+      ssize_t n = ::write(out, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) cannot(path, n < 0 ? errno : EIO);
+      done += static_cast<std::size_t>(n);
+    }
+    return;
+  }
   const fs::path target = resolve_target(path);
-  const std::string tmp = target.string() + ".tmp." + std::to_string(::getpid());
   struct stat old {};
   const bool existed = ::stat(target.c_str(), &old) == 0;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  std::string tmp;
+  int fd = open_temp(target, tmp);
   if (fd < 0) cannot(path, errno);
   auto fail = [&](int err) {
     ::close(fd);

@@ -1,10 +1,12 @@
 // common/output_file.hpp — writing result files all-or-nothing.
 //
-// Owns: write_file_atomically — writes to "<file>.tmp.<pid>", fsyncs it and renames it over
-// <file>, so a failed or interrupted run never leaves a half-written result. <file> is what
-// <path> names after following symlinks (the link itself is kept); an existing file keeps its
-// mode; a path naming a device, pipe or socket is refused rather than replaced. Throws
-// InputError(path, "", …) when the directory is missing or not writable.
+// Owns: write_file_atomically — writes to "<file>.tmp.<pid>" (created exclusively, never through
+// a link planted at that name), fsyncs it and renames it over <file>, so a failed or interrupted
+// run never leaves a half-written result. <file> is what <path> names after following symlinks
+// (the link itself is kept); an existing file keeps its mode; a path naming a device, pipe or
+// socket is refused rather than replaced. /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N
+// are this process's streams (the shell's redirections): written to as streams, never replaced.
+// Throws InputError(path, "", …) when the directory is missing or not writable.
 #pragma once
 
 #include <string>

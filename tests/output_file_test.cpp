@@ -1,6 +1,7 @@
 // tests/output_file_test.cpp — result files: all-or-nothing, onto what a path really names.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,4 +63,30 @@ TEST_CASE("output files: devices, pipes and directories are refused, never repla
   CHECK(fs::is_fifo(fifo));
   CHECK_THROWS_AS(write_file_atomically(d.path.string(), "x"), InputError);
   CHECK_THROWS_AS(check_output_path((d.path / "missing" / "x.json").string()), InputError);
+}
+
+TEST_CASE("output files: a link planted at the temp file's name is never followed") {
+  TempDir d;
+  const fs::path victim = d.path / "victim.txt", target = d.path / "out.json";
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, target.string() + ".tmp." + std::to_string(::getpid()));
+  write_file_atomically(target.string(), "result\n");
+  CHECK(slurp(target) == "result\n");
+  CHECK(slurp(victim) == "precious\n");  // O_TRUNC through the link emptied it before
+  CHECK(fs::is_symlink(target.string() + ".tmp." + std::to_string(::getpid())));  // not ours to remove
+}
+
+TEST_CASE("output files: /dev/stdout, /dev/fd/N and /proc/self/fd/N are written as the streams they are") {
+  TempDir d;
+  const fs::path log = d.path / "log.txt";
+  std::ofstream(log) << "earlier lines\n";
+  // The shell's `>> log.txt`: a descriptor opened for appending.
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  check_output_path("/proc/self/fd/" + std::to_string(fd));
+  write_file_atomically("/proc/self/fd/" + std::to_string(fd), "result\n");
+  write_file_atomically("/dev/fd/" + std::to_string(fd), "again\n");
+  ::close(fd);
+  CHECK(slurp(log) == "earlier lines\nresult\nagain\n");  // renamed over before: "result\n" alone
+  CHECK_THROWS_AS(check_output_path("/dev/fd/987654"), InputError);
 }
