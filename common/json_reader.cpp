@@ -26,7 +26,9 @@ class ParseTrail {
  public:
   explicit ParseTrail(const std::string& source) : source_(source) {}
 
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth >= kMaxJsonDepth)
+      throw InputError(source_, pointer(true), "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     switch (event) {
       case json::parse_event_t::object_start:
         enter_value();

@@ -22,7 +22,12 @@ namespace shardsim {
 
 using json = nlohmann::json;
 
-// Parses `text`; a syntax error becomes InputError(source, "line L, column C", "malformed JSON: …").
+// Objects and arrays nested deeper than this are refused: printing or destroying a JSON value
+// recurses once per level, and 100,000 levels overflowed the stack (no input of ours nests ten).
+constexpr int kMaxJsonDepth = 128;
+
+// Parses `text`; a syntax error becomes InputError(source, "line L, column C", "malformed JSON: …"),
+// a number beyond a double or nesting deeper than kMaxJsonDepth an InputError naming its pointer.
 json parse_json(std::string_view text, const std::string& source);
 
 class JsonObject {

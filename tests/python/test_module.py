@@ -150,6 +150,24 @@ class ServeEvaluatorTest(unittest.TestCase):
         self.assertTrue(replies[4]["ok"])
         self.assertEqual(replies[4]["result"]["objective"], shardsim.Problem(**OPTIONS).score("tp=4,dp=2")["objective"])
 
+    def test_lines_that_ended_the_service_get_error_replies(self):
+        # A number beyond a double, a 0xFF byte, 100,000 levels of nesting: each once ended the
+        # service (an uncaught exception, a reply that could not be encoded, a stack overflow).
+        open_ = json.dumps({"id": 1, "op": "open", "problem": OPTIONS}).encode()
+        lines = [open_, b'{"id": 2, "op": "score", "plan": 1e400}', b'{"id": 3, "op": "sc\xffore"}',
+                 b'{"id": ' + b"[" * 100000 + b"]" * 100000 + b', "op": "score"}',
+                 json.dumps({"id": 5, "op": "score", "plan": "tp=4,dp=2"}).encode()]
+        run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input=b"\n".join(lines) + b"\n",
+                             capture_output=True, check=True)
+        replies = [json.loads(x) for x in run.stdout.decode("utf-8").splitlines()]
+        self.assertEqual(len(replies), 5)
+        self.assertFalse(replies[1]["ok"])
+        self.assertIn("out of the range of a double", replies[1]["error"]["message"])
+        self.assertFalse(replies[2]["ok"])
+        self.assertFalse(replies[3]["ok"])
+        self.assertIn("nested deeper than 128 levels", replies[3]["error"]["message"])
+        self.assertTrue(replies[4]["ok"])
+
 
 if __name__ == "__main__":
     unittest.main()

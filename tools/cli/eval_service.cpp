@@ -72,14 +72,18 @@ json EvalService::handle(const json& request) {
   }
 }
 
+// One line in, one line out, whatever the line: the strict reader (a number beyond a double, or
+// nesting deeper than kMaxJsonDepth, is an error reply, not an exception that ended the service),
+// and replies encoded with invalid UTF-8 replaced (an error quoting a 0xFF byte could not be).
 std::string EvalService::handle_text(const std::string& line) {
+  constexpr auto kReplace = json::error_handler_t::replace;
   json request;
   try {
-    request = json::parse(line);
-  } catch (const json::parse_error& e) {
-    return error_reply(nullptr, kSource, "", std::string("not JSON: ") + e.what()).dump();
+    request = parse_json(line, kSource);
+  } catch (const InputError& e) {
+    return error_reply(nullptr, e.source(), e.field(), std::string("not JSON: ") + e.what()).dump(-1, ' ', false, kReplace);
   }
-  return handle(request).dump();
+  return handle(request).dump(-1, ' ', false, kReplace);
 }
 
 json EvalService::score_list(const json& req, bool counted) {
