@@ -163,6 +163,7 @@ TEST_CASE("driver: a search on the real evaluator writes results a user can feed
   in.trace = &trace;
   in.routing = routing.get();
   in.serving.offline = true;
+  in.objective = Objective::Drain;  // the driver is the subject: the cheap objective
   ServingEvaluator eval(in);
   SpaceOptions o;
   o.sharding = o.mapping = o.batching = false;

@@ -67,6 +67,7 @@ struct Study {
     in.model = &model, in.cluster = &cluster, in.cluster_spec = "dgx-h100:1";
     in.trace = &trace, in.routing = routing.get();
     in.serving.offline = true;
+    in.objective = Objective::Drain;  // resuming is the subject: the cheap objective
     eval = std::make_unique<ServingEvaluator>(in);
     runs = {{"megatron", 1, static_cast<long>(rules.size())}, {"random", 1, 0}, {"random", 2, 0}, {"ga", 1, 0}, {"rl", 1, 0}};
   }

@@ -214,6 +214,7 @@ static void bench_large() {
   RequestTrace t200 = head(load_request_trace("azure-conv"), 200);
   in.trace = &t200;
   in.routing = routing.get();
+  in.objective = Objective::Drain;  // scoring speed, on the objective its earlier figures used
   ServingEvaluator eval(in);
   Plan base = default_plan(ds);
   PoolSpace space(ds, c256, base);
@@ -256,6 +257,7 @@ static void bench_search() {
   in.trace = &t;
   in.routing = routing.get();
   in.serving.offline = true;
+  in.objective = Objective::Drain;  // the driver's speed, on the objective its earlier figures used
   ServingEvaluator eval(in);
   Plan base = default_plan(m);
   PoolSpace space(m, c, base);
