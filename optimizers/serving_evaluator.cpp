@@ -105,8 +105,6 @@ void add_faults(EvalFaults& total, const FidelityReport& report) {
   if (total.error.empty()) total.error = f.error;
 }
 
-using RunFn = std::function<ServingResult(const RequestTrace&, const ServingOptions&, Metrics&)>;
-
 // A capacity run where some request was rejected or never completed: violation = the fraction lost.
 Score score_of_infeasible_run(const SaturatedThroughput& t) {
   Score s;
@@ -136,30 +134,27 @@ CapacityOptions capacity_options(const EvaluatorInputs& in) {
 
 }  // namespace
 
-SloCapacity ServingEvaluator::capacity(const Plan& plan, EvalFaults* faults) const {
-  EvalFaults local;
-  const CapacityServe run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
+CapacityServe ServingEvaluator::runner_for(const Plan& plan, EvalFaults& faults) const {
+  return [this, &plan, &faults](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
     FidelityReport report;
     ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
                                         in_.runner, report, in_.samples);
-    add_faults(faults ? *faults : local, report);
+    add_faults(faults, report);
     m = summarize(r, o, in_.cluster->num_gpus());
     return r;
   };
-  return capacity_under_slo(run, in_.population ? *in_.population : *in_.trace, in_.serving, in_.goal, capacity_options(in_));
+}
+
+SloCapacity ServingEvaluator::capacity(const Plan& plan, EvalFaults* faults) const {
+  EvalFaults local;
+  return capacity_under_slo(runner_for(plan, faults ? *faults : local), in_.population ? *in_.population : *in_.trace,
+                            in_.serving, in_.goal, capacity_options(in_));
 }
 
 SaturatedThroughput ServingEvaluator::saturated(const Plan& plan, EvalFaults* faults) const {
   EvalFaults local;
-  const CapacityServe run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
-    FidelityReport report;
-    ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
-                                        in_.runner, report, in_.samples);
-    add_faults(faults ? *faults : local, report);
-    m = summarize(r, o, in_.cluster->num_gpus());
-    return r;
-  };
-  return saturated_throughput(run, in_.population ? *in_.population : *in_.trace, in_.serving, capacity_options(in_));
+  return saturated_throughput(runner_for(plan, faults ? *faults : local), in_.population ? *in_.population : *in_.trace,
+                              in_.serving, capacity_options(in_));
 }
 
 Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metrics) const {
@@ -185,14 +180,7 @@ Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metri
   }
   ServingOptions so = in_.serving;
   so.timeline_steps = 0;
-  RunFn run = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
-    FidelityReport report;
-    ServingResult r = serve_at_fidelity(in_.tier, plan, *in_.model, *in_.cluster, in_.cluster_spec, trace, in_.routing, o,
-                                        in_.runner, report, in_.samples);
-    add_faults(faults, report);
-    m = summarize(r, o, in_.cluster->num_gpus());
-    return r;
-  };
+  const CapacityServe run = runner_for(plan, faults);
   Metrics m;
   ServingResult r = run(*in_.trace, so, m);
   if (metrics) *metrics = m;

@@ -91,6 +91,8 @@ class ServingEvaluator : public Evaluator {
   std::string objective_unit() const override;
 
  private:
+  // Serves `plan` at the evaluator's tier, adding SimGrid faults to `faults` (both outlive it).
+  CapacityServe runner_for(const Plan& plan, EvalFaults& faults) const;
   EvaluatorInputs in_;
 };
 
