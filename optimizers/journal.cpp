@@ -45,6 +45,20 @@ json parse_header(const std::string& line, const std::string& path) {
   for (const char* k : {"args", "inputs"})
     if (!h.contains(k) || !h[k].is_object()) throw InputError(path, std::string("line 1: /") + k, "expected an object");
   if (!h.contains("runs") || !h["runs"].is_array()) throw InputError(path, "line 1: /runs", "expected an array");
+  // Every run names its optimizer, seed and budget: the readers (resume, merge, compare) index them
+  // without asking again (a run without "optimizer" was read past a map's end).
+  const json& runs = h["runs"];
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string at = "line 1: /runs/" + std::to_string(i);
+    const json& r = runs[i];
+    if (!r.is_object()) throw InputError(path, at, "expected an object");
+    if (!r.contains("optimizer") || !r["optimizer"].is_string() || r["optimizer"].get<std::string>().empty())
+      throw InputError(path, at + "/optimizer", "expected an optimizer's name");
+    if (!r.contains("seed") || !r["seed"].is_number_unsigned())
+      throw InputError(path, at + "/seed", "expected a whole number ≥ 0");
+    if (!r.contains("budget") || !r["budget"].is_number_integer())
+      throw InputError(path, at + "/budget", "expected a whole number");
+  }
   return h;
 }
 

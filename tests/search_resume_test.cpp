@@ -276,7 +276,7 @@ TEST_CASE("resume: journal lines keep scores exactly; damage and divergence are 
   fs::create_directories(dir);
   const std::string path = (dir / kJournalName).string();
   std::vector<SearchRun> runs = {{"random", 7, 3}};
-  json header = {{"schema", kJournalSchema}, {"args", json::object()}, {"inputs", {{"budget", 3}}}, {"runs", {{{"optimizer", "random"}}}}};
+  json header = {{"schema", kJournalSchema}, {"args", json::object()}, {"inputs", {{"budget", 3}}}, {"runs", {{{"optimizer", "random"}, {"seed", 7}, {"budget", 3}}}}};
   const std::vector<double> values = {0.1, 1.0 / 3, 12345.678901234567, 4.9e-324, 1e300};
   {
     JournalWriter w(path, header);
@@ -357,6 +357,31 @@ TEST_CASE("resume: the command line resumes a killed study to the results of an 
   CHECK(r.exit_code == 0);
   CHECK(stable_results(killed) == stable_results(full));
   CHECK(count_lines(killed / kJournalName) == count_lines(full / kJournalName));
+}
+
+TEST_CASE("resume: a journal whose runs lack an optimizer, seed or budget is refused naming the field (exit 2)") {
+  ScratchGuard guard;
+  const fs::path dir = scratch("bad-runs");
+  fs::create_directories(dir);
+  const std::string head = std::string("{\"schema\": \"") + kJournalSchema + "\", \"args\": {}, \"inputs\": {\"budget\": 3}, \"runs\": ";
+  for (const auto& [runs, field] : std::vector<std::pair<std::string, std::string>>{
+           {"[{\"seed\": 1, \"budget\": 3}]", "/runs/0/optimizer"},
+           {"[{\"optimizer\": 7, \"seed\": 1, \"budget\": 3}]", "/runs/0/optimizer"},
+           {"[{\"optimizer\": \"sa\", \"budget\": 3}]", "/runs/0/seed"},
+           {"[{\"optimizer\": \"sa\", \"seed\": 1}, 5]", "/runs/0/budget"},
+           {"[{\"optimizer\": \"sa\", \"seed\": 1, \"budget\": 3}, 5]", "/runs/1"}}) {
+    CAPTURE(runs);
+    std::ofstream(dir / kJournalName) << head << runs << "}\n";
+    try {
+      (void)read_journal((dir / kJournalName).string());
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.field() == "line 1: " + field);
+    }
+    const test::CliResult r = test::run_cli("search compare " + dir.string());
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(field) != std::string::npos);
+  }
 }
 
 TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json and keeps the user's files") {
