@@ -87,6 +87,12 @@ ReplayEval parse_entry(const json& j, const std::string& source, long line, std:
 }
 
 std::string read_all(const std::string& path) {
+  // A journal is a file the search wrote: anything else (a FIFO, which opening would wait on
+  // forever, a device, a socket) is refused before it is opened.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw InputError(path, "", "is not a regular file (a pipe, device or socket): not a journal 'shardsim search' wrote");
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw InputError(path, "", "cannot read the journal (" + errno_text() +

@@ -8,9 +8,11 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -381,6 +383,18 @@ TEST_CASE("resume: a journal whose runs lack an optimizer, seed or budget is ref
     const test::CliResult r = test::run_cli("search compare " + dir.string());
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(field) != std::string::npos);
+  }
+  // A FIFO where the journal should be: refused at once (opening it waited for a writer forever).
+  fs::remove(dir / kJournalName);
+  REQUIRE(::mkfifo((dir / kJournalName).c_str(), 0600) == 0);
+  for (const std::string& cmd : {"search compare " + dir.string(), "search --resume " + dir.string()}) {
+    const fs::path err = dir / "err.txt";
+    const std::string line = "timeout 20 " + std::string(SHARDSIM_BINARY) + " " + cmd + " >/dev/null 2>" + err.string();
+    const int status = std::system(line.c_str());
+    CAPTURE(cmd);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);  // timeout's 124 was a hang
+    CHECK(read_text(err).find("is not a regular file") != std::string::npos);
   }
 }
 
