@@ -148,12 +148,11 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
 std::string SloCapacity::describe() const {
   if (!saturated.feasible) return "infeasible: " + saturated.note;
   if (!feasible) return "none: " + note;
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%s req/s (%s output tok/s)%s; %d runs", readable(rate, 3).c_str(), readable(output_tok_s).c_str(),
-                at_saturation ? " — the saturated rate itself meets the goal"
-                              : (min_failing > 0 ? (", " + readable(min_failing, 3) + " req/s misses it").c_str() : ""),
-                runs());
-  return buf;
+  const std::string bound = at_saturation     ? " — the saturated rate itself meets the goal"
+                            : min_failing > 0 ? ", " + readable(min_failing, 3) + " req/s misses it"
+                                              : "";
+  return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +
+         " runs";
 }
 
 SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& population, const ServingOptions& base,
