@@ -5,12 +5,15 @@
 // file path (or a spec such as "synthetic:rate=…" or "embedded:…"), <field> a JSON pointer
 // ("/fabric/levels"), a "line N" / "line N, column C" location, or a parameter name.
 // The command line prints it prefixed with "error: " and exits with code 2. Parts are cleaned:
-// control bytes escaped, each part at most ~300 bytes.
+// control characters escaped, each part at most ~300 bytes.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+
+#include "common/display_text.hpp"
 
 namespace shardsim {
 
@@ -31,28 +34,17 @@ class InputError : public std::runtime_error {
     out += ": " + clean(r);
     return out;
   }
-  // One short, printable line whatever the input held: control bytes become \xNN (so a message
-  // cannot drive a terminal), and a part longer than kMaxPart bytes is cut at a character
-  // boundary with "…" (a 200 MB CSV field was echoed whole).
+  // One short, printable line whatever the input held: control characters and bytes that are not
+  // UTF-8 become \xNN (terminal_safe: a message cannot drive a terminal), and a part longer than
+  // kMaxPart bytes is cut at a character boundary with "…" (a 200 MB CSV field was echoed whole).
   static constexpr std::size_t kMaxPart = 300;
   static std::string clean(const std::string& in) {
-    std::string out;
-    const char* hex = "0123456789abcdef";
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const auto c = static_cast<unsigned char>(in[i]);
-      if (out.size() >= kMaxPart && (c & 0xC0) != 0x80) {  // not inside a UTF-8 sequence
-        out += "… (" + std::to_string(in.size()) + " bytes)";
-        break;
-      }
-      if (c < 0x20 || c == 0x7f) {
-        out += "\\x";
-        out += hex[c >> 4];
-        out += hex[c & 15];
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-    return out;
+    const std::string head = in.size() > 4 * kMaxPart ? in.substr(0, 4 * kMaxPart) : in;
+    std::string out = terminal_safe(head);
+    if (out.size() <= kMaxPart && head.size() == in.size()) return out;
+    std::size_t cut = std::min(kMaxPart, out.size());
+    while (cut < out.size() && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) ++cut;  // a character whole
+    return out.substr(0, cut) + "… (" + std::to_string(in.size()) + " bytes)";
   }
   std::string source_, field_, reason_;
 };

@@ -1,6 +1,8 @@
 // common/json_reader.cpp — strict JSON reading with file + pointer in every error.
 #include "common/json_reader.hpp"
 
+#include "common/display_text.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -210,6 +212,16 @@ std::string JsonObject::string(std::string_view key) {
 
 std::string JsonObject::string_or(std::string_view key, std::string fallback) {
   return has(key) ? string(key) : fallback;
+}
+
+std::string JsonObject::name(std::string_view key) {
+  std::string s = string(key);
+  if (const std::string why = name_problem(s); !why.empty()) fail(key, why);
+  return s;
+}
+
+std::string JsonObject::name_or(std::string_view key, std::string fallback) {
+  return has(key) ? name(key) : terminal_safe(fallback);
 }
 
 static std::string join_choices(std::initializer_list<std::string_view> choices) {

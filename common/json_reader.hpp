@@ -48,6 +48,10 @@ class JsonObject {
   bool boolean_or(std::string_view key, bool fallback);
   std::string string(std::string_view key);
   std::string string_or(std::string_view key, std::string fallback);
+  // A display name (common/display_text.hpp, name_problem: non-empty UTF-8 without control
+  // characters, at most 256 bytes). The fallback (often a file's stem) is made printable instead.
+  std::string name(std::string_view key);
+  std::string name_or(std::string_view key, std::string fallback);
   // A string that must be one of `choices`.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> choices);
   std::string choice_or(std::string_view key, std::string fallback, std::initializer_list<std::string_view> choices);
@@ -71,6 +75,12 @@ class JsonObject {
   std::string pointer_;
   std::set<std::string, std::less<>> read_;
 };
+
+// `j` as JSON text for an output file or a reply: bytes that are not UTF-8 (a file name may hold
+// them; Linux allows it) become U+FFFD instead of failing the whole write at the end.
+inline std::string json_text(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
 
 // "1.5e+12" style formatting of doubles for messages.
 std::string format_number(double v);

@@ -83,25 +83,26 @@ void check_output_path(const std::string& path) {
   if (::access(dir.c_str(), W_OK) != 0) cannot(path, errno);
 }
 
-void write_file_atomically(const std::string& path, std::string_view content) {
-  if (const int out = stream_fd(path); out >= 0) {  // the shell's redirection: written as a stream
-    for (std::size_t done = 0; done < content.size();) {
-      ssize_t n = ::write(out, content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) cannot(path, n < 0 ? errno : EIO);
-      done += static_cast<std::size_t>(n);
-    }
-    return;
+namespace {
+
+// Writes `content` where `path` goes, as far as it can without touching `path`: into a temp file,
+// fsync'd (a stream keeps its content for publish()).
+OutputSet::Staged stage(const std::string& path, std::string_view content) {
+  OutputSet::Staged st;
+  st.path = path;
+  if (stream_fd(path) >= 0) {  // the shell's redirection: written as a stream, at publish
+    st.stream_content = std::string(content);
+    return st;
   }
   const fs::path target = resolve_target(path);
+  st.target = target.string();
   struct stat old {};
   const bool existed = ::stat(target.c_str(), &old) == 0;
-  std::string tmp;
-  int fd = open_temp(target, tmp);
+  int fd = open_temp(target, st.tmp);
   if (fd < 0) cannot(path, errno);
   auto fail = [&](int err) {
     ::close(fd);
-    std::remove(tmp.c_str());
+    std::remove(st.tmp.c_str());
     cannot(path, err);
   };
   for (std::size_t done = 0; done < content.size();) {
@@ -114,14 +115,54 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   if (::fsync(fd) != 0) fail(errno);
   if (::close(fd) != 0) {
     int err = errno;
-    std::remove(tmp.c_str());
+    std::remove(st.tmp.c_str());
     cannot(path, err);
   }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+  return st;
+}
+
+// Renames a staged temp file over its target (or writes a stream's content).
+void publish(const OutputSet::Staged& st) {
+  if (st.tmp.empty()) {
+    const int out = stream_fd(st.path);
+    const std::string& content = st.stream_content;
+    for (std::size_t done = 0; done < content.size();) {
+      ssize_t n = ::write(out, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) cannot(st.path, n < 0 ? errno : EIO);
+      done += static_cast<std::size_t>(n);
+    }
+    return;
+  }
+  if (std::rename(st.tmp.c_str(), st.target.c_str()) != 0) {
     int err = errno;
-    std::remove(tmp.c_str());
-    cannot(path, err);
+    std::remove(st.tmp.c_str());
+    cannot(st.path, err);
   }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::string_view content) { publish(stage(path, content)); }
+
+void OutputSet::add(const std::string& path, std::string_view content) { staged_.push_back(stage(path, content)); }
+
+void OutputSet::commit() {
+  std::vector<Staged> all;
+  all.swap(staged_);
+  std::size_t i = 0;
+  try {
+    for (; i < all.size(); ++i) publish(all[i]);
+  } catch (...) {
+    for (std::size_t j = i + 1; j < all.size(); ++j)
+      if (!all[j].tmp.empty()) std::remove(all[j].tmp.c_str());
+    throw;
+  }
+}
+
+OutputSet::~OutputSet() {
+  for (const auto& st : staged_)
+    if (!st.tmp.empty()) std::remove(st.tmp.c_str());
 }
 
 }  // namespace shardsim

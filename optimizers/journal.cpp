@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 
 namespace shardsim {
@@ -52,8 +53,10 @@ json parse_header(const std::string& line, const std::string& path) {
     const std::string at = "line 1: /runs/" + std::to_string(i);
     const json& r = runs[i];
     if (!r.is_object()) throw InputError(path, at, "expected an object");
-    if (!r.contains("optimizer") || !r["optimizer"].is_string() || r["optimizer"].get<std::string>().empty())
+    if (!r.contains("optimizer") || !r["optimizer"].is_string())
       throw InputError(path, at + "/optimizer", "expected an optimizer's name");
+    if (const std::string why = name_problem(r["optimizer"].get<std::string>()); !why.empty())
+      throw InputError(path, at + "/optimizer", "an optimizer's name " + why);
     if (!r.contains("seed") || !r["seed"].is_number_unsigned())
       throw InputError(path, at + "/seed", "expected a whole number ≥ 0");
     if (!r.contains("budget") || !r["budget"].is_number_integer())

@@ -359,9 +359,9 @@ void write_search_outputs(const std::string& dir, const json& inputs, const Sear
   if (rep.best_known > 0) {
     Plan best = space.decode(out.runs[rep.best_run].best.genes);
     best.name = "search-best";
-    write_file_atomically(dir + "/best-plan.json", plan_to_json(best).dump(2) + "\n");
+    write_file_atomically(dir + "/best-plan.json", json_text(plan_to_json(best), 2) + "\n");
   }
-  write_file_atomically(dir + "/results.json", results.dump(2) + "\n");
+  write_file_atomically(dir + "/results.json", json_text(results, 2) + "\n");
 }
 
 }  // namespace shardsim

@@ -3,8 +3,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -89,4 +91,57 @@ TEST_CASE("output files: /dev/stdout, /dev/fd/N and /proc/self/fd/N are written 
   ::close(fd);
   CHECK(slurp(log) == "earlier lines\nresult\nagain\n");  // renamed over before: "result\n" alone
   CHECK_THROWS_AS(check_output_path("/dev/fd/987654"), InputError);
+}
+
+TEST_CASE("output files: a set is all or nothing — one that cannot be written leaves none of them") {
+  TempDir t;
+  const fs::path dir = t.path;
+  {
+    OutputSet set;
+    set.add((dir / "a.json").string(), "{}\n");
+    CHECK_THROWS_AS(set.add((dir / "missing" / "b.json").string(), "x"), InputError);
+  }  // destroyed uncommitted: a.json's temp file goes, a.json never appears
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 0);
+  OutputSet set;
+  set.add((dir / "a.json").string(), "{}\n");
+  set.add((dir / "b.csv").string(), "x\n");
+  CHECK_FALSE(fs::exists(dir / "a.json"));  // nothing in place before commit
+  set.commit();
+  CHECK(slurp(dir / "a.json") == "{}\n");
+  CHECK(slurp(dir / "b.csv") == "x\n");
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
+}
+
+TEST_CASE("output files: simulate on a full disk writes none of --json, --timeline (the file size limit stands in)") {
+  TempDir t;
+  const fs::path dir = t.path;
+  // RLIMIT_FSIZE with SIGXFSZ ignored: a write past 64 KiB fails with EFBIG, as on a full disk. The
+  // result JSON (~10 KiB) fits, the timeline (~1 MiB) does not; --json used to stay written.
+  const std::string cmd = "cd '" + dir.string() + "' && bash -c \"trap '' XFSZ; ulimit -f 64; " + SHARDSIM_BINARY +
+                          " simulate --model mixtral-8x7b --cluster dgx-h100:1 --requests 20 --json x.json --timeline t.json"
+                          " >/dev/null 2>err.txt\"";
+  const int status = std::system(cmd.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(slurp(dir / "err.txt").find("t.json: cannot write") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "x.json"));
+  CHECK_FALSE(fs::exists(dir / "t.json"));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);  // err.txt only: no temp files
+}
+
+TEST_CASE("output files: a plot cut short by a full disk is not kept or reported as written") {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return;  // no gnuplot: nothing is plotted anyway
+  TempDir t;
+  // compare's files are ~2 KiB each and its PNG ~35 KiB: with writes failing past 8 KiB, gnuplot cut
+  // the image and still exited 0, and compare listed compare.png among what it wrote.
+  const std::string cmd = "cd '" + t.path.string() + "' && bash -c \"trap '' XFSZ; ulimit -f 8; " + SHARDSIM_BINARY +
+                          " compare --model mixtral-8x7b --cluster dgx-h100:1 --requests 10 --out c >out.txt 2>&1\"";
+  const int status = std::system(cmd.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const std::string out = slurp(t.path / "out.txt");
+  CHECK(out.find("no plot") != std::string::npos);
+  CHECK(out.find("compare.png") == std::string::npos);
+  CHECK_FALSE(fs::exists(t.path / "c" / "compare.png"));
+  CHECK(fs::exists(t.path / "c" / "compare.json"));
 }

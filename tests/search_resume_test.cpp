@@ -398,6 +398,48 @@ TEST_CASE("resume: a journal whose runs lack an optimizer, seed or budget is ref
   }
 }
 
+TEST_CASE("resume: a journal's --policy-out is not followed (a study folder cannot write outside itself)") {
+  ScratchGuard guard;
+  const fs::path dir = scratch("policy");
+  const fs::path outside = dir.parent_path() / "policy-outside.json";
+  fs::create_directories(dir.parent_path());
+  test::CliResult r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --requests 20 "
+                                    "--optimizers rl --budget 4 --seeds 1 --quiet --policy-out " + outside.string() +
+                                    " --out " + dir.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(fs::exists(outside));  // written when the user asked for it
+  fs::remove(outside);
+  r = test::run_cli("search --resume " + dir.string() + " --quiet");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(outside));  // the journal named it; the command did not
+  CHECK(r.err.find("--policy-out") != std::string::npos);
+  r = test::run_cli("search --resume " + dir.string() + " --quiet --policy-out " + outside.string());
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(outside));  // given again, it is written
+  fs::remove(outside);
+}
+
+TEST_CASE("search: a file name that is not UTF-8 is refused before the study starts; simulate writes its JSON") {
+  ScratchGuard guard;
+  const fs::path dir = scratch("utf8");
+  const fs::path model = dir / "mix\xff.json";  // legal on Linux, not JSON text
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(SHARDSIM_SOURCE_DIR) / "tests/data/hf-mixtral-8x7b.json", model);
+  test::CliResult r = test::run_cli("search --objective drain --model '" + model.string() +
+                                    "' --cluster dgx-h100:1 --requests 20 --optimizers random --budget 2 --seeds 1 --quiet --out " +
+                                    (dir / "study").string());
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--model") != std::string::npos);
+  CHECK(r.err.find("not UTF-8") != std::string::npos);
+  CHECK(r.err.find("\xff") == std::string::npos);  // the byte itself never reaches the terminal
+  CHECK_FALSE(fs::exists(dir / "study"));
+  r = test::run_cli("simulate --model '" + model.string() + "' --cluster dgx-h100:1 --requests 10 --json " + (dir / "s.json").string());
+  CHECK(r.exit_code == 0);  // was an internal error at the end, after the whole run
+  CHECK(json::parse(std::ifstream(dir / "s.json")).contains("inputs"));
+}
+
 TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json and keeps the user's files") {
   ScratchGuard guard;
   const fs::path dir = scratch("rerun");

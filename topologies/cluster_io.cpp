@@ -223,8 +223,7 @@ GeneratedFabric read_link_list(JsonObject& fab, int nodes, int gpn, const Latenc
     for (std::size_t i = 0; i < list.size(); ++i) {
       JsonObject o(list[i], source, fab.pointer("vertices") + "/" + std::to_string(i));
       VertexInfo v;
-      v.name = o.string("name");
-      if (v.name.empty()) o.fail("name", "must not be empty");
+      v.name = o.name("name");
       if (by_name.count(v.name))
         o.fail("name", "duplicate vertex name \"" + v.name + "\"" +
                            (v.name.rfind("gpu", 0) == 0 ? " (gpu0..gpu" + std::to_string(n_gpus - 1) + " are implicit)" : ""));
@@ -384,7 +383,7 @@ Cluster cluster_from_shorthand(const std::string& spec) {
 
 Cluster cluster_from_json(const json& doc, const std::string& source, const std::string& default_name) {
   JsonObject top(doc, source);
-  const std::string name = top.string_or("name", default_name);
+  const std::string name = top.name_or("name", default_name);
   GpuSpec gpu;
   if (!top.has("gpu")) top.fail("gpu", "missing, expected a GPU preset name or a GPU spec object");
   if (top.raw("gpu").is_string()) gpu = gpu_preset(top.string("gpu"), source, top.pointer("gpu"));

@@ -93,8 +93,7 @@ const GpuSpec& gpu_preset(const std::string& name, const std::string& source, co
 
 GpuSpec gpu_spec_from_json(JsonObject obj) {
   GpuSpec g;
-  g.name = obj.string("name");
-  if (g.name.empty()) obj.fail("name", "must not be empty");
+  g.name = obj.name("name");
   g.bf16_flops = positive(obj, "bf16_flops", 1e9, 1e18);
   g.fp8_flops = positive(obj, "fp8_flops", 1e9, 1e18);
   g.hbm_bytes = positive(obj, "hbm_bytes", 1e8, 1e14);

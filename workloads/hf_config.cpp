@@ -14,6 +14,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "workloads/model.hpp"
 
@@ -387,7 +388,7 @@ ModelSpec model_from_hf_config(const json& j, const std::string& source) {
 
   Import in;
   family.import(r, in);
-  in.m.name = name_from_source(source);
+  in.m.name = terminal_safe(name_from_source(source));  // a file name may hold any bytes
   in.m.comment = "imported from Hugging Face config " + source + " (model_type " + type + ")";
   in.m.weight_dtype = weight_dtype_of(root);
   try {

@@ -327,8 +327,7 @@ ModelSpec model_from_json(const json& j, const std::string& source) {
   };
 
   ModelSpec m;
-  m.name = o.string_or("name", stem_of(source));
-  if (m.name.empty()) o.fail("name", "must not be empty");
+  m.name = o.name_or("name", stem_of(source));
   m.comment = o.string_or("comment", "");
   m.layers = int_of("layers");
   m.hidden = int_of("hidden");

@@ -218,9 +218,12 @@ RequestTrace parse_azure_csv(std::string_view text, const std::string& source) {
       for (std::size_t i = 0; i < cols.size(); ++i) {
         auto c = trim(cols[i]);
         if (!c.empty() && c.front() == '\xEF') c = trim(c.substr(std::min<std::size_t>(3, c.size())));  // UTF-8 BOM
-        if (c == "TIMESTAMP") c_time = i, found[0] = true;
-        if (c == "ContextTokens") c_prompt = i, found[1] = true;
-        if (c == "GeneratedTokens") c_output = i, found[2] = true;
+        const int k = c == "TIMESTAMP" ? 0 : c == "ContextTokens" ? 1 : c == "GeneratedTokens" ? 2 : -1;
+        if (k < 0) continue;
+        if (found[k])  // which one was meant cannot be known: the second used to win silently
+          throw InputError(source, line_field(line), "the column " + std::string(c) + " appears twice in the header");
+        (k == 0 ? c_time : k == 1 ? c_prompt : c_output) = i;
+        found[k] = true;
       }
       if (!found[0] || !found[1] || !found[2])
         throw InputError(source, line_field(line),

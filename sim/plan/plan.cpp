@@ -331,7 +331,7 @@ namespace {
 
 Plan pool_from_json(JsonObject& root, const std::string& source, int gpus, const PlanDefaults& defaults) {
   Plan plan;
-  plan.name = root.string_or("name", std::filesystem::path(source).filename().string());
+  plan.name = root.name_or("name", std::filesystem::path(source).filename().string());
   plan.dtypes = defaults.dtypes;
   plan.engine.max_context = defaults.max_context;
   PartialDegrees partial;
@@ -382,7 +382,7 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
   if (!root.has("prefill") && !root.has("decode")) return pool_from_json(root, source, gpus, defaults);
   if (!root.has("prefill")) root.fail("prefill", "missing: a plan with a \"decode\" pool needs a \"prefill\" pool too");
   if (!root.has("decode")) root.fail("decode", "missing: a plan with a \"prefill\" pool needs a \"decode\" pool too");
-  const std::string name = root.string_or("name", std::filesystem::path(source).filename().string());
+  const std::string name = root.name_or("name", std::filesystem::path(source).filename().string());
   JsonObject p = root.object("prefill");
   Plan prefill = pool_from_json(p, source, 0, defaults);
   JsonObject d = root.object("decode");

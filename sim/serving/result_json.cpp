@@ -276,7 +276,7 @@ std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, c
     }
   }
   json j = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
-  return j.dump() + "\n";
+  return json_text(j) + "\n";
 }
 
 std::string requests_to_csv(const ServingResult& r, const ServingOptions& o) {

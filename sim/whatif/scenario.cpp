@@ -183,7 +183,7 @@ ScenarioFile parse_scenario_file(const std::string& text, const std::string& sou
       s.engine = pick(o, "engine", a.engines, root, "engines", true);
       s.load = pick(o, "load", a.loads, root, "loads", true);
       s.plan = pick(o, "plan", a.plans, root, "plans", true);
-      s.name = o.string_or("name", "");
+      s.name = o.has("name") ? o.name("name") : "";
       s.index = static_cast<int>(i);
       o.finish();
       f.explicit_scenarios.push_back(s);

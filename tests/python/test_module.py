@@ -97,6 +97,11 @@ class ModuleTest(unittest.TestCase):
         self.assertEqual(e.exception.field, "/budget")
         with self.assertRaises(shardsim.ShardsimError):
             s.evaluate("ga", "tp=8")  # a built-in optimizer's name
+        # A name reaches terminals and reports: a control character (ESC/OSC/BEL) is refused, not stored.
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            s.evaluate("x\x1b]0;retitled\x07", "tp=8")
+        self.assertEqual(e.exception.field, "/optimizer")
+        self.assertIn("control character", str(e.exception))
 
     def test_an_optuna_study_of_30_trials_is_reported(self):
         with tempfile.TemporaryDirectory() as d:
@@ -167,6 +172,67 @@ class ServeEvaluatorTest(unittest.TestCase):
         self.assertFalse(replies[3]["ok"])
         self.assertIn("nested deeper than 128 levels", replies[3]["error"]["message"])
         self.assertTrue(replies[4]["ok"])
+
+    def test_the_command_lines_checks_hold_here(self):
+        # seed -1 was taken as 2^64 - 1; workers=2000 forked 2,000 processes, -1 passed silently.
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            shardsim.Problem(**dict(OPTIONS, seed=-1))
+        self.assertEqual(e.exception.field, "/seed")
+        for workers in (2000, -1):
+            with self.assertRaises(ValueError) as e:
+                shardsim.Problem(workers=workers, **OPTIONS)
+            self.assertIn("workers", str(e.exception))
+
+    def test_each_study_keeps_its_own_runs(self):
+        p = shardsim.Problem(**OPTIONS)
+        s1 = p.study(budget=3)
+        s2 = p.study(budget=1)
+        self.assertNotEqual(s1.number, s2.number)
+        s2.evaluate("mine", "tp=8")
+        for plan in ("tp=8", "tp=4,dp=2", "tp=2,dp=4"):  # s1's budget, not s2's (spent)
+            s1.evaluate("mine", plan)
+        with self.assertRaises(shardsim.ShardsimError) as e:
+            s1.evaluate("mine", "tp=8")
+        self.assertEqual(e.exception.field, "/budget")
+
+    def test_threads_evaluating_while_another_starts_studies_do_not_crash(self):
+        # Study.evaluate on three threads while a fourth calls Problem.study(): a SIGSEGV within
+        # seconds, 3 of 3 tries, before the service locked its studies. Run apart, so a crash fails
+        # this test instead of ending the suite.
+        script = """
+import sys, threading, shardsim
+p = shardsim.Problem(**%r)
+s = p.study(budget=100000)
+plans = ["tp=8", "tp=4,dp=2", "tp=2,dp=4", "dp=8"]
+stop = False
+def work(k):
+    i = 0
+    while not stop:
+        s.evaluate("mine", plans[(i + k) %% 4], seed=k + 1)
+        i += 1
+threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+for t in threads: t.start()
+for _ in range(200): p.study(budget=5)
+stop = True
+for t in threads: t.join()
+print("ok")
+""" % (OPTIONS,)
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        self.assertEqual(run.stdout.strip(), "ok")
+
+    def test_a_line_too_long_gets_an_error_reply_and_the_conversation_goes_on(self):
+        open_ = json.dumps({"id": 1, "op": "open", "problem": OPTIONS}).encode()
+        huge = b'{"id": 2, "op": "score", "plan": "' + b"x" * (65 << 20) + b'"}'
+        lines = [open_, huge, json.dumps({"id": 3, "op": "score", "plan": "tp=4,dp=2"}).encode()]
+        run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input=b"\n".join(lines) + b"\n",
+                             capture_output=True, check=True)
+        replies = [json.loads(x) for x in run.stdout.decode("utf-8").splitlines()]
+        self.assertEqual(len(replies), 3)
+        self.assertFalse(replies[1]["ok"])
+        self.assertIn("longer than 64 MiB", replies[1]["error"]["message"])
+        self.assertTrue(replies[2]["ok"])
+        self.assertEqual(replies[2]["id"], 3)
 
 
 if __name__ == "__main__":

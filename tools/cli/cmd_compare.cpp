@@ -139,13 +139,13 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   const std::string d = staging.dir() + "/";
   write_file_atomically(d + "compare.md", md);
   write_file_atomically(d + "compare.csv", compare_csv(outcomes));
-  write_file_atomically(d + "compare.json", compare_json(outcomes, ctx, inputs_json(opt)).dump(2) + "\n");
+  write_file_atomically(d + "compare.json", json_text(compare_json(outcomes, ctx, inputs_json(opt)), 2) + "\n");
   write_file_atomically(d + "compare.gp", compare_gnuplot(outcomes, ctx));
-  const bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "compare.gp"});
+  const bool plotted = plot_png(staging.dir(), "compare.gp", "compare.png");
   staging.publish();
   std::cout << "\nwrote " << opt.out << "/{compare.md, compare.csv, compare.json, compare.gp" << (plotted ? ", compare.png}" : "}")
             << "\n";
-  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed; run 'gnuplot compare.gp' in " << opt.out << ")\n";
+  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed, or the image was cut short; run 'gnuplot compare.gp' in " << opt.out << ")\n";
 }
 
 }  // namespace

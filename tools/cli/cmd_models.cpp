@@ -146,7 +146,7 @@ void run_list(const ModelsOptions& o) {
   out << "Details: shardsim models --show NAME; format and sources: docs/model-format.md\n";
   if (!o.json_out.empty()) {
     json j = {{"schema", "shardsim.models/1"}, {"models", list}};
-    write_file_atomically(o.json_out, j.dump(2) + "\n");
+    write_file_atomically(o.json_out, json_text(j, 2) + "\n");
   }
   std::cout << out.str() << std::flush;
 }
@@ -224,7 +224,7 @@ void run_show(const ModelsOptions& o) {
                               fmt(" bytes (%.1f KiB)", m.kv_bytes_per_token(2.0) / 1024.0));
   if (!o.json_out.empty()) {
     json j = {{"schema", "shardsim.model/1"}, {"spec", model_to_json(m)}, {"computed", computed_json(m)}};
-    write_file_atomically(o.json_out, j.dump(2) + "\n");
+    write_file_atomically(o.json_out, json_text(j, 2) + "\n");
   }
   std::cout << out.str() << std::flush;
 }

@@ -151,7 +151,7 @@ void run_check(const PlanOptions& o) {
     }
   }
   out.flush();
-  if (!o.json_out.empty()) write_file_atomically(o.json_out, check_to_json(plan, chk).dump(2) + "\n");
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, json_text(check_to_json(plan, chk), 2) + "\n");
   if (!chk.feasible())
     throw InputError(o.plan, chk.violations.front().field,
                      "infeasible plan: " + chk.violations.front().reason +

@@ -38,6 +38,7 @@
 #include <sstream>
 
 #include "common/readable_number.hpp"
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/journal.hpp"
@@ -213,13 +214,25 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// Journaled options that name a path written outside the study folder: never taken from a journal
+// (a study folder received from someone else must not decide where this command writes).
+const std::set<std::string> kOutsidePathOptions = {"--policy-out"};
+
 // Options the study was started with and this command does not give are set from the journal;
-// ones given with another value are refused, naming the option.
+// ones given with another value are refused, naming the option. Paths written outside the folder
+// are not adopted: the command says so, and they are given again if wanted.
 void adopt_journal_args(CLI::App* cmd, const json& args, const std::string& path) {
   for (auto it = args.begin(); it != args.end(); ++it) {
     CLI::Option* o = cmd->get_option_no_throw(it.key());
     if (!o || !it->is_array()) throw InputError(path, "line 1: /args/" + it.key(), "not an option of this shardsim search");
     const auto values = it->get<std::vector<std::string>>();
+    if (kOutsidePathOptions.count(it.key())) {
+      if (o->count() == 0)
+        std::fprintf(stderr, "shardsim search: the study was started with %s %s; a resumed study does not write outside its "
+                             "folder unless told again (give %s to write it)\n",
+                     it.key().c_str(), terminal_safe(joined(values)).c_str(), it.key().c_str());
+      continue;
+    }
     if (o->count() == 0) {
       o->add_result(values);
       o->run_callback();
@@ -273,13 +286,26 @@ std::string file_text(const std::string& path) {
   return ss.str();
 }
 
+// A study resumes from the options its journal recorded as JSON text; a value that is not UTF-8 (a
+// file name may hold any bytes on Linux) would come back as another name and never resume, so it is
+// refused before the study starts, naming the option.
+void refuse_unrecordable(const json& args) {
+  for (auto it = args.begin(); it != args.end(); ++it)
+    for (const auto& v : *it)
+      if (v.is_string() && !valid_utf8(v.get_ref<const std::string&>()))
+        throw InputError(it.key(), v.get<std::string>(),
+                         "not UTF-8: a study's journal records its options as JSON text and could not resume from this "
+                         "name (rename the file, or link to it under a UTF-8 name)");
+}
+
 // The journal's line 1: options as given, inputs that determine results (threads excluded) with
 // digests of what files could change behind a name, and the runs.
 json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Plan& base, const SearchOptions& opt,
                     const std::vector<SearchRun>& runs) {
   inputs.erase("threads");
-  inputs["model_digest"] = digest(model_to_json(L.model).dump());
-  inputs["cluster_digest"] = digest(cluster_to_json(*L.cluster).dump());
+  refuse_unrecordable(given_args(cmd));
+  inputs["model_digest"] = digest(json_text(model_to_json(L.model)));
+  inputs["cluster_digest"] = digest(json_text(cluster_to_json(*L.cluster)));
   inputs["trace_digest"] = digest(trace_text(L.trace));
   inputs["base_plan"] = plan_to_string(base);
   inputs["policy_in_digest"] = opt.policy_in.empty() ? "" : digest(file_text(opt.policy_in));
@@ -376,7 +402,7 @@ void write_policy(const SearchOptions& opt, const SearchOutcome& out, const json
                   {"inputs", inputs}};
   if (!opt.policy_in.empty()) trained["warm_start"] = {{"policy_in", opt.policy_in}, {"trained_on", trained_on_of(opt.policy_in)}};
   policy["trained_on"] = trained;
-  write_file_atomically(opt.policy_out, policy.dump(1) + "\n");
+  write_file_atomically(opt.policy_out, json_text(policy, 1) + "\n");
 }
 
 // One line for summary.md when rl started from a saved policy: what that policy was trained on.
@@ -400,7 +426,7 @@ void print_done(const SearchOptions& opt, const std::string& md, const SearchRep
   std::cout << "\nwrote " << opt.out << "/{results.json, anytime.csv, summary.md, anytime.gp"
             << (plotted ? ", anytime.png" : "") << (rep.best_known > 0 ? ", best-plan.json" : "") << ", " << kJournalName
             << "}\n";
-  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed; run 'gnuplot anytime.gp' in " << opt.out << ")\n";
+  if (!plotted) std::cout << "(no plot: gnuplot is missing or failed, or the image was cut short; run 'gnuplot anytime.gp' in " << opt.out << ")\n";
 }
 
 EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,

@@ -343,18 +343,21 @@ void run(const SimulateOptions& opt) {
   if (opt.capacity) capacity = report_capacity(opt, L, plan, runner.get());
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
                opt.in.requests, opt.in.offline, opt.in.seed, load_to_json(opt.in)};
+  // All the requested files or none (a full disk once left --json written and --timeline not).
+  OutputSet files;
   if (!opt.json_out.empty()) {
     json j = simulate_result_json(in, plan, r, m, so, wall, fr);
     if (opt.capacity) j["capacity"] = capacity;
-    write_file_atomically(opt.json_out, j.dump(2) + "\n");
+    files.add(opt.json_out, json_text(j, 2) + "\n");
   }
   if (!opt.timeline_out.empty()) {
     const Plan& shown = plan.disaggregated() ? plan.decode() : plan;  // a disaggregated run's timeline is its decode pool's
     const std::vector<int> gpus = PlanLayout(shown).replica(0);
-    write_file_atomically(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus, r.timeline_steps, rank_roles(shown, gpus)));
+    files.add(opt.timeline_out, timeline_to_chrome_trace(r.timeline, gpus, r.timeline_steps, rank_roles(shown, gpus)));
   }
-  if (!opt.csv_out.empty()) write_file_atomically(opt.csv_out, requests_to_csv(r, so));
-  if (!opt.links_out.empty()) write_file_atomically(opt.links_out, links_csv(fr, *L.cluster));
+  if (!opt.csv_out.empty()) files.add(opt.csv_out, requests_to_csv(r, so));
+  if (!opt.links_out.empty()) files.add(opt.links_out, links_csv(fr, *L.cluster));
+  files.commit();
 }
 
 }  // namespace

@@ -200,9 +200,9 @@ bool write_outputs(const SweepOptions& opt, const json& j, const std::vector<Loa
   OutputStaging staging(opt.out, sweep_members());
   const std::string d = staging.dir() + "/";
   write_file_atomically(d + "sweep.csv", csv_of(all, closed));
-  write_file_atomically(d + "sweep.json", j.dump(2) + "\n");
+  write_file_atomically(d + "sweep.json", json_text(j, 2) + "\n");
   write_file_atomically(d + "sweep.gp", gnuplot_script(g, closed));
-  const bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "sweep.gp"});
+  const bool plotted = plot_png(staging.dir(), "sweep.gp", "sweep.png");
   staging.publish();
   return plotted;
 }
@@ -284,7 +284,7 @@ void run(const SweepOptions& opt) {
   if (opt.out.empty()) return;
   const bool plotted = write_outputs(opt, j, all, goal, closed);
   o << "\nwrote " << opt.out << "/{sweep.csv, sweep.json, sweep.gp" << (plotted ? ", sweep.png}" : "}") << "\n";
-  if (!plotted) o << "(no plot: gnuplot is missing or failed; run 'gnuplot sweep.gp' in " << opt.out << ")\n";
+  if (!plotted) o << "(no plot: gnuplot is missing or failed, or the image was cut short; run 'gnuplot sweep.gp' in " << opt.out << ")\n";
 }
 
 }  // namespace

@@ -177,9 +177,9 @@ void run(const TopoOptions& opt) {
     throw InputError("--dot-detail", opt.dot_detail, "expected auto, gpus or nodes");
   const bool per_node = opt.dot_detail == "nodes" || (opt.dot_detail == "auto" && c.num_gpus() > 16);
   if (!opt.dot.empty()) write_file_atomically(opt.dot, to_dot(c, per_node ? DotDetail::Nodes : DotDetail::Gpus));
-  if (!opt.json.empty()) write_file_atomically(opt.json, cluster_to_json(c, ClusterJsonStyle::Parameters).dump(2) + "\n");
+  if (!opt.json.empty()) write_file_atomically(opt.json, json_text(cluster_to_json(c, ClusterJsonStyle::Parameters), 2) + "\n");
   if (!opt.json_links.empty())
-    write_file_atomically(opt.json_links, cluster_to_json(c, ClusterJsonStyle::Links).dump(2) + "\n");
+    write_file_atomically(opt.json_links, json_text(cluster_to_json(c, ClusterJsonStyle::Links), 2) + "\n");
   print_summary(c, opt);
 }
 

@@ -132,7 +132,7 @@ void run(const Options& opt) {
   if (!opt.json_out.empty()) {
     json j = {{"schema", "shardsim.validation/1"}, {"rows", json::object()}};
     for (std::size_t k = 0; k < tiers.size(); ++k) j["rows"][tiers[k]] = validation_to_json(cols[k], tiers[k]);
-    write_file_atomically(opt.json_out, j.dump(2) + "\n");
+    write_file_atomically(opt.json_out, json_text(j, 2) + "\n");
   }
   if (opt.strict && unexplained > 0) {
     std::fprintf(stderr, "validate: %d row(s) outside their target with no stated cause\n", unexplained);

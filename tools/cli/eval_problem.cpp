@@ -9,6 +9,7 @@
 #include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/option_checks.hpp"
 #include "tools/cli/search_runs.hpp"
 #include "tools/cli/simulate_json.hpp"
 
@@ -36,6 +37,7 @@ void add_problem_options(CLI::App& app, ProblemOptions& o) {
   app.add_option("--base", o.base);
   app.add_option("--samples", o.samples)->check(CLI::Range(1, 100000));
   app.add_flag("--online", o.online);
+  harden(app);  // the checks the command line makes (seed: -1 was taken as 2^64 − 1)
 }
 
 // A JSON value as the text of a command-line value.

@@ -49,10 +49,14 @@ const EvalProblem& EvalService::problem() const {
   return *problem_;
 }
 
-EvalStudy& EvalService::study() {
+EvalStudy& EvalService::study(const json& req) {
   problem();
-  if (!study_) throw InputError(kSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
-  return *study_;
+  if (studies_.empty()) throw InputError(kSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
+  if (!req.contains("study")) return *studies_.rbegin()->second;
+  const long n = integer_of(req, "study", 0, 1, next_study_ - 1);
+  auto it = studies_.find(n);
+  if (it == studies_.end()) throw InputError(kSource, "/study", "no study " + std::to_string(n) + " (a new problem ends the old one's studies)");
+  return *it->second;
 }
 
 json EvalService::handle(const json& request) {
@@ -61,7 +65,14 @@ json EvalService::handle(const json& request) {
     if (!request.is_object()) throw InputError(kSource, "", "expected a JSON object");
     const std::string op = text_of(request, "op", "");
     if (op.empty()) throw InputError(kSource, "/op", "missing");
-    json reply = dispatch(op, request);
+    json reply;
+    if (op == "open" || op == "study" || op == "close") {
+      std::unique_lock<std::shared_mutex> lock(mu_);
+      reply = dispatch(op, request);
+    } else {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      reply = dispatch(op, request);
+    }
     reply["id"] = id;
     reply["ok"] = true;
     return reply;
@@ -76,21 +87,24 @@ json EvalService::handle(const json& request) {
 // nesting deeper than kMaxJsonDepth, is an error reply, not an exception that ended the service),
 // and replies encoded with invalid UTF-8 replaced (an error quoting a 0xFF byte could not be).
 std::string EvalService::handle_text(const std::string& line) {
-  constexpr auto kReplace = json::error_handler_t::replace;
   json request;
   try {
     request = parse_json(line, kSource);
   } catch (const InputError& e) {
-    return error_reply(nullptr, e.source(), e.field(), std::string("not JSON: ") + e.what()).dump(-1, ' ', false, kReplace);
+    return json_text(error_reply(nullptr, e.source(), e.field(), std::string("not JSON: ") + e.what()));
   }
-  return handle(request).dump(-1, ' ', false, kReplace);
+  return json_text(handle(request));
+}
+
+std::string EvalService::refusal(const std::string& message) const {
+  return json_text(error_reply(nullptr, kSource, "", message));
 }
 
 json EvalService::score_list(const json& req, bool counted) {
   const EvalProblem& p = problem();
   const int threads = static_cast<int>(integer_of(req, "threads", 0, 0, 1024));
   if (counted) {
-    EvalStudy& s = study();
+    EvalStudy& s = study(req);
     const std::string optimizer = text_of(req, "optimizer", "");
     const auto seed = static_cast<std::uint64_t>(integer_of(req, "seed", 1, 1, 1'000'000'000));
     if (req.contains("plan")) return {{"result", s.evaluate(optimizer, seed, req["plan"])}};
@@ -116,7 +130,7 @@ json EvalService::score_list(const json& req, bool counted) {
 
 json EvalService::dispatch(const std::string& op, const json& req) {
   if (op == "open") {
-    study_.reset();
+    studies_.clear();
     problem_.reset();
     problem_ = std::make_unique<EvalProblem>(member(req, "problem"), pool_);
     return {{"problem", problem_->describe()}};
@@ -125,8 +139,11 @@ json EvalService::dispatch(const std::string& op, const json& req) {
   if (op == "score") return score_list(req, false);
   if (op == "simulate") return {{"result", problem().simulate(member(req, "plan"))}};
   if (op == "study") {
-    study_ = std::make_unique<EvalStudy>(problem(), integer_of(req, "budget", 100, 1, 10'000'000));
-    return {{"budget", study_->budget()}};
+    auto s = std::make_unique<EvalStudy>(problem(), integer_of(req, "budget", 100, 1, 10'000'000));
+    const long n = next_study_++;
+    const long budget = s->budget();
+    studies_[n] = std::move(s);
+    return {{"budget", budget}, {"study", n}};
   }
   if (op == "evaluate") return score_list(req, true);
   if (op == "report") {
@@ -138,7 +155,7 @@ json EvalService::dispatch(const std::string& op, const json& req) {
     o.threads = static_cast<int>(integer_of(req, "threads", 1, 1, 1024));
     if (req.contains("log_evals") && !req["log_evals"].is_boolean()) throw InputError(kSource, "/log_evals", "expected true or false");
     o.log_evals = req.value("log_evals", false);
-    return study().report(o);
+    return study(req).report(o);
   }
   if (op == "close") {
     closed_ = true;

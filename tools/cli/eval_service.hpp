@@ -17,7 +17,9 @@
 // Thread-safety: handle() from one thread at a time; it parallelises "plans" itself (TBB).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include "common/json_reader.hpp"
@@ -31,6 +33,9 @@ namespace shardsim::cli {
 class EvalProblem;
 class EvalStudy;
 
+// The most SimGrid worker processes a service (serve-evaluator --workers, Python's Problem) starts.
+constexpr int kMaxWorkers = 1024;
+
 class EvalService {
  public:
   // `pool`: the SimGrid worker pool for the simgrid and full tiers (null = analytic only); it
@@ -41,17 +46,27 @@ class EvalService {
   json handle(const json& request);
   // The same on text: a line that is not JSON gets an error reply naming the line.
   std::string handle_text(const std::string& line);
+  // The error reply (as text) for a line refused before it was read as JSON, with `message`.
+  std::string refusal(const std::string& message) const;
   bool closed() const { return closed_; }
 
  private:
   json dispatch(const std::string& op, const json& req);
   json score_list(const json& req, bool counted);
   const EvalProblem& problem() const;
-  EvalStudy& study();
+  EvalStudy& study(const json& req);
 
   WorkerPool* pool_;
+  // Requests may come from several threads at once (the Python module releases the GIL): "open",
+  // "study" and "close" change what the others use and hold it exclusively, every other request
+  // holds it shared (EvalStudy locks its own counts).
+  std::shared_mutex mu_;
   std::unique_ptr<EvalProblem> problem_;
-  std::unique_ptr<EvalStudy> study_;
+  // Each "study" request starts a study of its own, answered with its number; "evaluate" and
+  // "report" name theirs with "study" (the latest when they do not), so an earlier study's handle
+  // keeps talking to its own study.
+  std::map<long, std::unique_ptr<EvalStudy>> studies_;
+  long next_study_ = 1;
   bool closed_ = false;
 };
 

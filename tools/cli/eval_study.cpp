@@ -6,6 +6,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "optimizers/search_driver.hpp"
 #include "optimizers/search_report.hpp"
@@ -64,6 +65,8 @@ ResolvedPlan EvalStudy::resolve_in_space(const json& plan, const std::string& fi
 
 long EvalStudy::reserve(const std::string& optimizer, std::uint64_t seed, const std::vector<ResolvedPlan>& plans) {
   if (optimizer.empty()) throw InputError(kSource, "/optimizer", "an outside optimizer needs a name");
+  if (const std::string why = name_problem(optimizer); !why.empty())
+    throw InputError(kSource, "/optimizer", "an optimizer's name " + why);
   if (is_builtin(optimizer))
     throw InputError(kSource, "/optimizer", optimizer + " is a built-in optimizer: an outside optimizer needs another name");
   std::lock_guard<std::mutex> lock(mu_);

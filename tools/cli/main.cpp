@@ -12,46 +12,9 @@
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/option_checks.hpp"
 
 namespace {
-
-// Whole numbers only, no sign, at most 2^64 − 1 (CLI11 wrapped "-1" and 2^64 onto one seed).
-std::string whole_u64(std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-    return "expected a whole number in [0, 18446744073709551615], got \"" + s + "\"";
-  errno = 0;
-  (void)std::strtoull(s.c_str(), nullptr, 10);
-  if (errno == ERANGE) return "value " + s + " is larger than 18446744073709551615";
-  return "";
-}
-
-std::string nonempty_path(std::string& s) { return s.empty() ? "an empty file name" : ""; }
-
-// An output file that could not be written is refused while parsing, before any work.
-std::string writable_file(std::string& s) {
-  if (s.empty()) return "an empty file name";
-  try {
-    shardsim::check_output_path(s);
-  } catch (const shardsim::InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Checks every command shares: output paths must not be empty (`--json ''` wrote nothing and
-// exited 0), seeds must be whole numbers.
-void harden(CLI::App& app) {
-  static const std::set<std::string> files = {"--json", "--timeline", "--requests-csv", "--markdown",
-                                              "--dot",  "--json-links", "--policy-out", "--links"};
-  for (CLI::Option* o : app.get_options()) {
-    if (o->get_items_expected_max() == 0) continue;  // flags
-    const std::string name = o->get_name();
-    if (files.count(name)) o->check(CLI::Validator(writable_file, "FILE"));
-    if (name == "--out") o->check(CLI::Validator(nonempty_path, "PATH"));  // a folder (search) or a file (trace generate)
-    if (name == "--seed") o->check(CLI::Validator(whole_u64, "UINT64"));
-  }
-  for (CLI::App* sub : app.get_subcommands({})) harden(*sub);
-}
 
 // "shardsim frobnicate --help" printed the main help and exited 0: an unknown command is an error.
 bool known_command(CLI::App& app, const std::string& word) {
@@ -88,7 +51,7 @@ int main(int argc, char** argv) {
   shardsim::cli::add_sweep_command(app);
   shardsim::cli::add_compare_command(app);
   shardsim::cli::add_serve_evaluator_command(app);
-  harden(app);
+  shardsim::cli::harden(app);
   if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1])) {
     std::cerr << "error: " << argv[1] << ": unknown command (see 'shardsim --help')\n";
     return 2;

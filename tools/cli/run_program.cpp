@@ -6,6 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
 namespace shardsim::cli {
 
 bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv) {
@@ -24,6 +28,29 @@ bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv
   int status = 0;
   if (waitpid(pid, &status, 0) < 0) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+namespace {
+
+// True when `path` starts with the PNG signature and ends with an IEND chunk (length 0, type,
+// CRC AE 42 60 82): what a PNG that was written to its end holds.
+bool whole_png(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  char head[8] = {}, tail[12] = {};
+  if (!f.read(head, 8) || std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) != 0) return false;
+  f.seekg(-12, std::ios::end);
+  if (!f.read(tail, 12)) return false;
+  return std::memcmp(tail, "\0\0\0\0IEND\xae\x42\x60\x82", 12) == 0;
+}
+
+}  // namespace
+
+bool plot_png(const std::string& dir, const std::string& script, const std::string& png) {
+  const std::string path = dir + "/" + png;
+  if (run_quietly_in(dir, {"gnuplot", script}) && whole_png(path)) return true;
+  std::remove(path.c_str());
+  return false;
 }
 
 }  // namespace shardsim::cli

@@ -139,7 +139,7 @@ void check_same_problem(const json& first, const std::string& first_path, const 
       const json x = a.contains(it.key()) ? a[it.key()] : json(nullptr);
       const json y = b.contains(it.key()) ? b[it.key()] : json(nullptr);
       if (x != y)
-        throw InputError(other_path, "/inputs/" + it.key(), y.dump() + " where " + first_path + " has " + x.dump() + " (" + why + ")");
+        throw InputError(other_path, "/inputs/" + it.key(), json_text(y) + " where " + first_path + " has " + json_text(x) + " (" + why + ")");
     }
 }
 
@@ -169,11 +169,11 @@ void write_merged_journal(const std::vector<std::string>& dirs, const std::strin
     header["runs"].push_back({{"optimizer", runs[i].optimizer}, {"seed", runs[i].seed}, {"budget", runs[i].budget}});
     for (json e : lines_of(runs[i])) {
       e["run"] = i;
-      text += e.dump() + "\n";
+      text += json_text(e) + "\n";
     }
   }
   prepare_study_dir(out, true);
-  write_file_atomically((std::filesystem::path(out) / kJournalName).string(), header.dump() + "\n" + text);
+  write_file_atomically((std::filesystem::path(out) / kJournalName).string(), json_text(header) + "\n" + text);
 }
 
 }  // namespace shardsim::cli

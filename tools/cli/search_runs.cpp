@@ -88,7 +88,7 @@ bool write_study_outputs(const std::string& out, const json& inputs, const Searc
   OutputStaging staging(out);
   write_search_outputs(staging.dir(), inputs, rep, outcome, space, unit, md, budget, log_evals);
   // No shell: the folder's name may hold any character.
-  const bool plotted = run_quietly_in(staging.dir(), {"gnuplot", "anytime.gp"});
+  const bool plotted = plot_png(staging.dir(), "anytime.gp", "anytime.png");
   staging.publish();
   return plotted;
 }

@@ -2,9 +2,11 @@
 #include "tools/cli/sim_inputs.hpp"
 
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "common/input_error.hpp"
+#include "common/text_number.hpp"
 #include "sim/plan/plan_check.hpp"
 
 namespace shardsim::cli {
@@ -95,21 +97,16 @@ void parse_slo(const std::string& text, ServingOptions& o) {
     throw InputError("--slo " + text, "", "expected ttft=MS,tpot=MS (an empty item)");
   std::stringstream ss(text);
   std::string item;
+  std::set<std::string> seen;
   while (std::getline(ss, item, ',')) {
-    auto eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    double v = 0;
-    std::size_t used = 0;
-    try {
-      v = std::stod(item.substr(eq == std::string::npos ? item.size() : eq + 1), &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (eq == std::string::npos || used == 0 || used != item.size() - eq - 1 || !(v > 0))
-      throw InputError("--slo " + text, key, "expected " + key + "=<positive milliseconds>");
-    if (key == "ttft") o.slo_ttft = v / 1e3;
-    else if (key == "tpot") o.slo_tpot = v / 1e3;
-    else throw InputError("--slo " + text, key, "unknown objective (expected ttft or tpot)");
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    if (key != "ttft" && key != "tpot") throw InputError("--slo " + text, key, "unknown objective (expected ttft or tpot)");
+    if (eq == std::string::npos) throw InputError("--slo " + text, key, "expected " + key + "=<positive milliseconds>");
+    if (!seen.insert(key).second) throw InputError("--slo " + text, key, "given twice (which one did you mean?)");
+    // Decimal milliseconds only: parse_real_in refuses hex, inf, nan and padding.
+    const double v = parse_real_in(item.substr(eq + 1), "--slo " + text, key, 1e-6, 1e9);
+    (key == "ttft" ? o.slo_ttft : o.slo_tpot) = v / 1e3;
   }
 }
 

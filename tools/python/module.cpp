@@ -3,6 +3,7 @@
 // GIL released while it scores (so Python threads and the TBB workers underneath run at once).
 // The Python side (tools/python/package/shardsim/__init__.py) wraps it in Problem and Study classes.
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <pybind11/pybind11.h>
@@ -20,7 +21,8 @@ namespace {
 class Service {
  public:
   explicit Service(int workers)
-      : pool_(workers > 0 ? std::make_unique<shardsim::WorkerPool>(workers, shardsim::simgrid_worker_handler) : nullptr),
+      : pool_(checked(workers) > 0 ? std::make_unique<shardsim::WorkerPool>(workers, shardsim::simgrid_worker_handler)
+                                   : nullptr),
         service_(pool_.get()) {}
   std::string request(const std::string& text) {
     py::gil_scoped_release unlocked;
@@ -28,6 +30,14 @@ class Service {
   }
 
  private:
+  // As serve-evaluator's --workers: 0 (analytic only) to kMaxWorkers; 2,000 forked 2,000 processes
+  // and -1 passed silently.
+  static int checked(int workers) {
+    if (workers < 0 || workers > shardsim::cli::kMaxWorkers)
+      throw py::value_error("workers: expected 0 (analytic only) to " + std::to_string(shardsim::cli::kMaxWorkers) +
+                            " SimGrid worker processes, got " + std::to_string(workers));
+    return workers;
+  }
   std::unique_ptr<shardsim::WorkerPool> pool_;
   shardsim::cli::EvalService service_;
 };

@@ -80,24 +80,27 @@ class Problem:
         return self._channel.call("simulate", plan=plan)["result"]
 
     def study(self, budget):
-        self._channel.call("study", budget=budget)
-        return Study(self._channel, budget)
+        """A new study; earlier Study objects keep their own (each is numbered by the evaluator)."""
+        reply = self._channel.call("study", budget=budget)
+        return Study(self._channel, budget, reply["study"])
 
 
 class Study:
     """An outside optimizer's runs, each with `budget` evaluations, reported beside built-in ones."""
 
-    def __init__(self, channel, budget):
+    def __init__(self, channel, budget, number):
         self._channel = channel
         self.budget = budget
+        self.number = number
 
     def evaluate(self, optimizer, plan, seed=1):
-        return self._channel.call("evaluate", optimizer=optimizer, seed=seed, plan=plan)["result"]
+        return self._channel.call("evaluate", study=self.number, optimizer=optimizer, seed=seed, plan=plan)["result"]
 
     def evaluate_many(self, optimizer, plans, seed=1, threads=0):
-        return self._channel.call("evaluate", optimizer=optimizer, seed=seed, plans=list(plans), threads=threads)["results"]
+        return self._channel.call("evaluate", study=self.number, optimizer=optimizer, seed=seed, plans=list(plans),
+                                  threads=threads)["results"]
 
     def report(self, out, optimizers="", seeds="3", reference="", threads=1, log_evals=False):
         """Runs the built-in `optimizers` at the same budget and writes the comparison into `out`."""
-        return self._channel.call("report", out=str(out), optimizers=optimizers, seeds=str(seeds),
+        return self._channel.call("report", study=self.number, out=str(out), optimizers=optimizers, seeds=str(seeds),
                                   reference=reference, threads=threads, log_evals=log_evals)
