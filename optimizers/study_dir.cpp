@@ -28,7 +28,17 @@ namespace {
 // The target as an absolute path without a trailing separator.
 fs::path normal_target(const std::string& target) {
   fs::path t = fs::absolute(target).lexically_normal();
-  return t.filename().empty() ? t.parent_path() : t;
+  if (t.filename().empty()) t = t.parent_path();
+  // A link to a folder stays a link: the outputs go into the folder it names. (The staging folder
+  // was exchanged with the link itself: the link became a folder and the user's files moved out of
+  // its target.)
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(t, ec))) {
+    const fs::path real = fs::weakly_canonical(t, ec);
+    if (ec) throw InputError(target, "--out", "cannot follow the link: " + ec.message());
+    return real;
+  }
+  return t;
 }
 
 // "<parent>/.<name>.<tag>-<pid>": the staging or old folder beside `target`.

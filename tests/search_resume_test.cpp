@@ -460,6 +460,21 @@ TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json an
     CHECK(e.path().filename().string().find(".staging-") == std::string::npos);
 }
 
+TEST_CASE("search: --out naming a link to a folder writes into that folder; the link stays a link") {
+  ScratchGuard guard;
+  const fs::path real = scratch("real"), link = scratch("link");
+  fs::create_directories(real);
+  std::ofstream(real / "notes.txt") << "mine\n";
+  fs::create_directory_symlink(real, link);
+  const test::CliResult r = test::run_cli(tiny_search("--out " + link.string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::is_symlink(link));  // was exchanged with the staging folder and became a folder
+  CHECK(read_text(real / "notes.txt") == "mine\n");
+  CHECK(fs::exists(real / "results.json"));
+  CHECK(fs::exists(real / kJournalName));
+}
+
 TEST_CASE("search: a run killed while moving the user's files back loses none of them; the next run puts them back") {
   ScratchGuard guard;
   const fs::path dir = scratch("killed-carry");
