@@ -88,3 +88,28 @@ assert r["complete"] and all(run["evaluations"] == 8 for run in r["runs"]), "the
 assert r["faults"]["failed_evaluations"] == 0, r["faults"]
 print("rank 1 died before its hello: lost after --rank-timeout, the study completed on rank 0")
 PY
+
+# Rank 0 dies: the worker ranks stop on their own after --rank-timeout (they waited forever, holding
+# the allocation until its wall-clock limit). Rank 0 is killed once the search has started.
+kill_rank0() {
+  for _ in $(seq 1200); do
+    if [ -e "$dir/dead0/journal.jsonl" ]; then
+      for p in $(pgrep -f "shardsim search --objective drain --model deepseek-v3" || true); do
+        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0"; then
+          kill -9 "$p"
+          return
+        fi
+      done
+    fi
+    sleep 0.1
+  done
+}
+kill_rank0 &
+rc=0
+timeout 300 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 -np 2 \
+  "$bin" search --objective drain --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \
+  --budget 400 --seeds 2 --rank-timeout 2 --out "$dir/dead0" > /dev/null 2> "$dir/dead0.err" || rc=$?
+wait
+[ "$rc" -ne 124 ] || { cat "$dir/dead0.err" >&2; echo "rank 1 waited forever for a dead rank 0" >&2; exit 1; }
+grep -q "rank 0 stopped answering" "$dir/dead0.err" || { cat "$dir/dead0.err" >&2; echo "rank 1 did not notice rank 0's death" >&2; exit 1; }
+echo "rank 0 killed: rank 1 stopped on its own after --rank-timeout"

@@ -542,7 +542,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
   // Under mpirun, ranks ≥ 1 only score plans for rank 0 (tools/cli/mpi_evaluation).
   if (mpi && mpi->rank() > 0) {
-    if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores()))
+    if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores(), opt.rank_timeout))
       MpiSession::exit_without_finalize(0);
     return 0;
   }

@@ -116,10 +116,12 @@ void MpiSession::exit_without_finalize(int status) {
   std::_Exit(status);
 }
 
-bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots) {
+bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots,
+                           double rank0_timeout_s) {
   slots = std::max(1, slots);
   bool finalize = true;
   auto beat = std::chrono::steady_clock::now();
+  auto heard = beat;  // from rank 0: any message, its heartbeat included
   send(json{{"slots", slots}}.dump(), 0, kHello);
   // Plain threads, not TBB tasks: under mpirun's core binding TBB may get no worker threads at all.
   std::mutex mu;
@@ -159,10 +161,21 @@ bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const
     MPI_Status st;
     MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
     if (!flag) {
+      // Rank 0 silent for the timeout: it died or hung. Waiting on would hold the allocation until
+      // its wall-clock limit (the job hung); this rank says so and ends.
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - heard).count() >= rank0_timeout_s) {
+        int me = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &me);
+        std::cerr << "shardsim search (MPI rank " << me << "): rank 0 stopped answering for " << rank0_timeout_s
+                  << " s (it died or hung); this rank stops\n";
+        MpiSession::exit_without_finalize(1);
+      }
       if (out.empty()) std::this_thread::sleep_for(kIdle);
       continue;
     }
     std::string text = receive(st);
+    heard = std::chrono::steady_clock::now();
+    if (st.MPI_TAG == kHeartbeat) continue;
     std::lock_guard<std::mutex> lock(mu);
     if (st.MPI_TAG == kStop) {
       done = stop = true;
@@ -304,7 +317,19 @@ void MpiEvaluator::dispatch() {
   // Jobs are posted without blocking: a blocking send to a rank that died can wait forever (a plan
   // larger than the eager limit needs the receiver), and then no rank is ever found lost.
   std::vector<std::pair<std::shared_ptr<Job>, MPI_Request>> posted;
+  auto beat = std::chrono::steady_clock::time_point{};
   for (;;) {
+    // Rank 0's sign of life to every worker rank, so that they stop when it dies instead of waiting
+    // forever. Posted without blocking and not waited for (an empty message, sent eagerly).
+    if (std::chrono::steady_clock::now() - beat >= kHeartbeatEvery) {
+      beat = std::chrono::steady_clock::now();
+      for (int r = 1; r < ranks_; ++r) {
+        if (lost_[static_cast<std::size_t>(r)]) continue;
+        MPI_Request req;
+        MPI_Isend(nullptr, 0, MPI_CHAR, r, kHeartbeat, MPI_COMM_WORLD, &req);
+        MPI_Request_free(&req);
+      }
+    }
     std::deque<std::shared_ptr<Job>> out;
     std::vector<std::shared_ptr<Job>> failed;
     bool idle = false;

@@ -13,7 +13,8 @@
 // On rank 0 every MPI call is made by one dispatcher thread (MPI_THREAD_SERIALIZED suffices); on
 // worker ranks by the main thread, with evaluations on TBB threads.
 // A rank that dies (or hangs) costs its evaluations in flight, not the study: worker ranks send a
-// heartbeat every 250 ms; one not heard from for --rank-timeout seconds is lost, its in-flight
+// heartbeat every 250 ms (and rank 0 sends one to each of them, so that they end when rank 0 dies:
+// silent for --rank-timeout, a worker rank stops with status 1 instead of holding the job forever); one not heard from for --rank-timeout seconds is lost, its in-flight
 // evaluations are scored failed, and rank 0 goes on without it. The clock starts when rank 0 has
 // loaded its inputs (MpiEvaluator's construction), so a rank that dies before its HELLO is lost the
 // same way. For mpirun not to end the whole job when a rank dies, launch with `--enable-recovery
@@ -64,7 +65,10 @@ class MpiSession {
 // Ranks ≥ 1: says hello with `slots`, then scores rank 0's plans with `local` (up to `slots` at
 // once) and sends a heartbeat every 250 ms, until STOP; plans are read back for `model` on
 // `cluster`. Returns false when rank 0 lost a rank (then nobody may call MPI_Finalize).
-bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots);
+// A rank ≥ 1 that hears nothing from rank 0 (not even its heartbeat) for `rank0_timeout_s` seconds
+// says so on stderr and ends with status 1, without MPI_Finalize.
+bool serve_mpi_evaluations(const Evaluator& local, const ModelSpec& model, const Cluster& cluster, int slots,
+                           double rank0_timeout_s);
 
 // Rank 0: the driver's evaluator. Thread-safe (Constant): evaluate_detailed() may be called from
 // every driver thread; each call blocks until its score is back.
