@@ -136,7 +136,7 @@ TEST_CASE("sa: the Megatron portfolio is proposed first, then neighbours of its 
   }
 }
 
-TEST_CASE("sa: reaches ≥ 0.99 of the enumerated optimum with 10% of the space (median of 5 seeds)") {
+TEST_CASE("sa: reaches ≥ 0.99 of the enumerated optimum with 10% of the space (median of 5 seeds)" * doctest::test_suite("heavy")) {
   SpaceOptions o;
   o.mapping = o.batching = false;
   Setup s(o);

@@ -121,7 +121,7 @@ TEST_CASE("capacity under an SLO: never above the saturated rate; a goal nothing
   CHECK(none.probes == 4);  // the saturated rate, then 1/2, 1/8, 1/32 of it
 }
 
-TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores below the Megatron rule plan") {
+TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores below the Megatron rule plan" * doctest::test_suite("heavy")) {
   // Mixtral-8x7B on two DGX-H100: the plan random's search crowned at 18,520 tok/s against the best
   // rule plan's 11,888 under the old drain objective, which sustains a tenth of the rule plan's rate.
   const ModelSpec model = load_model("mixtral-8x7b");

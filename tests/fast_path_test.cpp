@@ -77,7 +77,7 @@ TEST_CASE("fast path: fast-forward replays exactly what the memoised loop comput
   CHECK(p.result.breakdown.preemptions > 0);
 }
 
-TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT, and close on TTFT") {
+TEST_CASE("fast path: within 1% of the exact path on throughput and TPOT and close on TTFT" * doctest::test_suite("heavy")) {
   // The reference set's small cases (tests/fast_path_cases.hpp).
   const std::string ssrt = write_reference_routing_file("fast-path");
   const std::vector<Case> cases = guard_cases(ssrt);

@@ -125,7 +125,7 @@ TEST_CASE("ga: the first generation starts with the Megatron portfolio") {
   CHECK(s.space.key(other[0]) != wanted[0]);
 }
 
-TEST_CASE("ga: reaches ≥ 0.99 of the enumerated optimum with 10% of the space (median of 5 seeds)") {
+TEST_CASE("ga: reaches ≥ 0.99 of the enumerated optimum with 10% of the space (median of 5 seeds)" * doctest::test_suite("heavy")) {
   SpaceOptions o;
   o.mapping = o.batching = false;
   Setup s(o);

@@ -241,7 +241,7 @@ TEST_CASE("shardsim sweep: a table, the capacity and the output set, and bad loa
   }
 }
 
-TEST_CASE("search objectives: the drain within a TPOT bound, and the highest rate within the SLO") {
+TEST_CASE("search objectives: the drain within a TPOT bound and the highest rate within the SLO" * doctest::test_suite("heavy")) {
   const Setup& s = setup();
   EvaluatorInputs in;
   in.model = &s.model;

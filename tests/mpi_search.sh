@@ -42,11 +42,12 @@ echo "mpirun -np 2 matches one process; rank 1 scored $n1 plans"
 # search runs; rank 0 loses it after --rank-timeout, goes on alone and writes a complete study.
 # Killed once the search has started (rank 0 opens its journal after every rank's hello), so that
 # the kill never lands inside MPI_Init, whose fence would wait for it.
-kill_rank1() {
+# Kills the deepseek-v3 search's rank $1 once the study folder $2 has its journal.
+kill_rank() {
   for _ in $(seq 1200); do  # up to 2 minutes: inputs load slowly under the sanitizers
-    if [ -e "$dir/lost/journal.jsonl" ]; then
+    if [ -e "$2/journal.jsonl" ]; then
       for p in $(pgrep -f "shardsim search --objective drain --model deepseek-v3" || true); do
-        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
           kill -9 "$p"
           return
         fi
@@ -55,7 +56,7 @@ kill_rank1() {
     sleep 0.1
   done
 }
-kill_rank1 &
+kill_rank 1 "$dir/lost" &
 timeout 600 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 -np 2 \
   "$bin" search --objective drain --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \
   --budget 60 --seeds 2 --rank-timeout 2 --out "$dir/lost" > /dev/null 2> "$dir/lost.err" || { cat "$dir/lost.err" >&2; exit 1; }
@@ -91,20 +92,7 @@ PY
 
 # Rank 0 dies: the worker ranks stop on their own after --rank-timeout (they waited forever, holding
 # the allocation until its wall-clock limit). Rank 0 is killed once the search has started.
-kill_rank0() {
-  for _ in $(seq 1200); do
-    if [ -e "$dir/dead0/journal.jsonl" ]; then
-      for p in $(pgrep -f "shardsim search --objective drain --model deepseek-v3" || true); do
-        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0"; then
-          kill -9 "$p"
-          return
-        fi
-      done
-    fi
-    sleep 0.1
-  done
-}
-kill_rank0 &
+kill_rank 0 "$dir/dead0" &
 rc=0
 timeout 300 "${mpi_env[@]}" mpirun --allow-run-as-root --oversubscribe --enable-recovery --mca orte_abort_on_non_zero_status 0 -np 2 \
   "$bin" search --objective drain --model deepseek-v3 --cluster dgx-h100:8 --requests 100 --fidelity analytic --optimizers random,sa \

@@ -548,7 +548,7 @@ TEST_CASE("rl: the elite history is distinct, ranked by Deb's rules and diverse 
   CHECK(keys.size() == elites.size());
 }
 
-TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the space") {
+TEST_CASE("rl: learns the synthetic objective — near the optimum at 10% of the space" * doctest::test_suite("heavy")) {
   const SyntheticProblem problem;
   const World& w = problem.w;
   const double optimum = problem.optimum;
@@ -653,7 +653,7 @@ TEST_CASE("rl: the prefix critic expects the mean reward first, then what the ch
   for (double v : recent.values(all[5])) CHECK(v == doctest::Approx(0.25).epsilon(1e-6));
 }
 
-TEST_CASE("rl: with the critic as its baseline it still learns the synthetic objective") {
+TEST_CASE("rl: with the critic as its baseline it still learns the synthetic objective" * doctest::test_suite("heavy")) {
   const SyntheticProblem problem;
   const World& w = problem.w;
   const double optimum = problem.optimum;

@@ -100,7 +100,7 @@ std::string mismatch(const std::string& output, const std::string& excerpt, doub
 
 }  // namespace
 
-TEST_CASE("tutorial: every lesson's commands run and its quoted figures hold") {
+TEST_CASE("tutorial: every lesson's commands run and its quoted figures hold" * doctest::test_suite("heavy")) {
   const std::filesystem::path dir = std::filesystem::path(SHARDSIM_SOURCE_DIR) / "docs" / "tutorial";
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))

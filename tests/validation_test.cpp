@@ -25,7 +25,7 @@ const std::vector<ValidationRow>& rows() {
 
 }  // namespace
 
-TEST_CASE("validation: every row is inside its target or carries the cause of its miss") {
+TEST_CASE("validation: every row is inside its target or carries the cause of its miss" * doctest::test_suite("heavy")) {
   for (const auto& r : rows()) {
     INFO(r.name << ": published " << r.published << ", simulated " << r.simulated << " (" << 100 * r.error() << "%)");
     if (r.known_miss.empty()) CHECK(r.within());
@@ -37,7 +37,7 @@ TEST_CASE("validation: every row is inside its target or carries the cause of it
   }
 }
 
-TEST_CASE("validation: the check set covers MoE throughput, server latency and collective curves") {
+TEST_CASE("validation: the check set covers MoE throughput and server latency and collective curves" * doctest::test_suite("heavy")) {
   // A curve = one collective kind on one group size, checked at several message sizes.
   int checks = 0, moe = 0;
   std::set<std::string> curves;  // "8×H100 all-reduce", "32×H100 (4 nodes) all-reduce", …

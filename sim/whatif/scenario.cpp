@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "common/display_text.hpp"
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
@@ -100,8 +101,10 @@ void label_scenarios(std::vector<Scenario>& sc) {
       continue;
     }
     s.label.clear();
-    for (const Axis* ax : varying) s.label += (s.label.empty() ? "" : " · ") + std::string(ax->name) + "=" + s.*ax->field;
-    if (s.label.empty()) s.label = "plan=" + s.plan;
+    // Values are the file's or the command line's text (a path may hold any byte): shown escaped.
+    for (const Axis* ax : varying)
+      s.label += (s.label.empty() ? "" : " · ") + std::string(ax->name) + "=" + terminal_safe(s.*ax->field);
+    if (s.label.empty()) s.label = "plan=" + terminal_safe(s.plan);
   }
 }
 

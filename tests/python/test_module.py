@@ -21,6 +21,13 @@ def without_wall(result):
     return result
 
 
+def converse(lines):
+    """The replies of `shardsim serve-evaluator` to `lines` (bytes, one request each), in order."""
+    run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input=b"\n".join(lines) + b"\n",
+                         capture_output=True, check=True)
+    return [json.loads(x) for x in run.stdout.decode("utf-8").splitlines()]
+
+
 class ModuleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -162,9 +169,7 @@ class ServeEvaluatorTest(unittest.TestCase):
         lines = [open_, b'{"id": 2, "op": "score", "plan": 1e400}', b'{"id": 3, "op": "sc\xffore"}',
                  b'{"id": ' + b"[" * 100000 + b"]" * 100000 + b', "op": "score"}',
                  json.dumps({"id": 5, "op": "score", "plan": "tp=4,dp=2"}).encode()]
-        run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input=b"\n".join(lines) + b"\n",
-                             capture_output=True, check=True)
-        replies = [json.loads(x) for x in run.stdout.decode("utf-8").splitlines()]
+        replies = converse(lines)
         self.assertEqual(len(replies), 5)
         self.assertFalse(replies[1]["ok"])
         self.assertIn("out of the range of a double", replies[1]["error"]["message"])
@@ -224,10 +229,7 @@ print("ok")
     def test_a_line_too_long_gets_an_error_reply_and_the_conversation_goes_on(self):
         open_ = json.dumps({"id": 1, "op": "open", "problem": OPTIONS}).encode()
         huge = b'{"id": 2, "op": "score", "plan": "' + b"x" * (65 << 20) + b'"}'
-        lines = [open_, huge, json.dumps({"id": 3, "op": "score", "plan": "tp=4,dp=2"}).encode()]
-        run = subprocess.run([BINARY, "serve-evaluator", "--workers", "0"], input=b"\n".join(lines) + b"\n",
-                             capture_output=True, check=True)
-        replies = [json.loads(x) for x in run.stdout.decode("utf-8").splitlines()]
+        replies = converse([open_, huge, json.dumps({"id": 3, "op": "score", "plan": "tp=4,dp=2"}).encode()])
         self.assertEqual(len(replies), 3)
         self.assertFalse(replies[1]["ok"])
         self.assertIn("longer than 64 MiB", replies[1]["error"]["message"])
