@@ -50,11 +50,11 @@ inline std::size_t control_length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-// Why `name` cannot be a display name, or "" when it can: not empty, at most 256 bytes, UTF-8,
-// no control characters.
+// Why `name` cannot be a display name, or "" when it can: not empty, at most 4,096 bytes (a plan's
+// name is its compact string, which can be long), UTF-8, no control characters.
 inline std::string name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
-  if (name.size() > 256) return "longer than 256 bytes (" + std::to_string(name.size()) + ")";
+  if (name.size() > 4096) return "longer than 4,096 bytes (" + std::to_string(name.size()) + ")";
   if (!valid_utf8(name)) return "not UTF-8 text";
   for (std::size_t i = 0; i < name.size(); ++i)
     if (control_length(name, i)) return "holds a control character (a name is shown on terminals and in reports)";

@@ -221,7 +221,9 @@ std::string JsonObject::name(std::string_view key) {
 }
 
 std::string JsonObject::name_or(std::string_view key, std::string fallback) {
-  return has(key) ? name(key) : terminal_safe(fallback);
+  if (has(key)) return name(key);
+  std::string shown = terminal_safe(fallback);
+  return name_problem(shown).empty() ? shown : "unnamed";  // empty or too long a file name
 }
 
 static std::string join_choices(std::initializer_list<std::string_view> choices) {

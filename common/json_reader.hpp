@@ -49,7 +49,8 @@ class JsonObject {
   std::string string(std::string_view key);
   std::string string_or(std::string_view key, std::string fallback);
   // A display name (common/display_text.hpp, name_problem: non-empty UTF-8 without control
-  // characters, at most 256 bytes). The fallback (often a file's stem) is made printable instead.
+  // characters, at most 4,096 bytes). The fallback (often a file's stem) is made printable instead
+  // ("unnamed" when that leaves no valid name).
   std::string name(std::string_view key);
   std::string name_or(std::string_view key, std::string fallback);
   // A string that must be one of `choices`.

@@ -193,3 +193,17 @@ TEST_CASE("plan: `plan check` explains an infeasible plan and exits 2") {
   CHECK(ok.out.find("FEASIBLE") != std::string::npos);
   CHECK(ok.out.find("communication groups") != std::string::npos);
 }
+
+TEST_CASE("plan JSON: a plan's name survives the round trip when it can be a name, else the file's name stands in") {
+  // Found by CI's bounded fuzz run: the empty plan string named its plan "", written as "name": "",
+  // which the loader (refusing empty names) did not read back.
+  const Plan empty = plan_from_string("", 8, {});
+  const json j = plan_to_json(empty);
+  CHECK_FALSE(j.contains("name"));
+  CHECK(plan_from_json(j, "best-plan.json", 8, {}).name == "best-plan.json");
+  // A name longer than 256 bytes (a compact string with every engine setting spelt out) reads back:
+  // the cap is 4,096 bytes.
+  Plan a = plan_from_string("tp=8", 8, {});
+  a.name = std::string(1000, 'x');
+  CHECK(plan_from_json(plan_to_json(a), "p.json", 8, {}).name == a.name);
+}

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/embedded.hpp"
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
 #include "sim/plan/megatron_rule.hpp"
@@ -410,9 +411,12 @@ Plan disaggregated_plan(Plan prefill, Plan decode) {
 }
 
 json plan_to_json(const Plan& p) {
+  // A name the loader would refuse (empty: a plan from an empty string) is left out: the file's
+  // name stands in when it is read back.
+  const bool named = name_problem(p.name).empty();
   if (p.disaggregated()) {
     json j;
-    j["name"] = p.name;
+    if (named) j["name"] = p.name;
     j["prefill"] = plan_to_json(p.prefill());
     j["decode"] = plan_to_json(p.decode());
     j["prefill"].erase("name");
@@ -420,7 +424,7 @@ json plan_to_json(const Plan& p) {
     return j;
   }
   json j;
-  j["name"] = p.name;
+  if (named) j["name"] = p.name;
   j["degrees"] = {{"dp", p.deg.dp}, {"tp", p.deg.tp},   {"pp", p.deg.pp}, {"ep", p.deg.ep},
                   {"etp", p.deg.etp}, {"attn_dp", p.deg.attn_dp}, {"sp", p.deg.sp}};
   json s = json::object();
