@@ -526,6 +526,15 @@ ModelSpec load_model(const std::string& spec) {
   const std::string text = read_text_file(spec);
   const json j = parse_json(text, spec);
   if (is_hf_config(j)) return model_from_hf_config(j, spec);
+  // What `models --show X --json FILE` writes: {"schema": "shardsim.model/1", "spec": {…}, "computed":
+  // {…}}. Its spec is the model (the computed figures are derived again); it loads back as written.
+  if (j.is_object() && j.contains("schema") && j["schema"] == "shardsim.model/1") {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (it.key() != "schema" && it.key() != "spec" && it.key() != "computed")
+        throw InputError(spec, "/" + it.key(), "unknown key (a shardsim.model/1 file holds schema, spec and computed)");
+    if (!j.contains("spec")) throw InputError(spec, "/spec", "missing: the model itself");
+    return model_from_json(j["spec"], spec);  // fields are named inside the spec
+  }
   return model_from_json(j, spec);
 }
 
