@@ -239,8 +239,16 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
       << (s.median_evals_to_99 > 0 ? fmt("%.0f", s.median_evals_to_99) + " (" + std::to_string(s.reached_99) + "/" +
                                          std::to_string(s.seeds) + ")"
                                    : "–")
-      << " | " << fmt("%.1f", s.median_wall_s) << " |\n";
+      << " | " << (s.median_wall_s > 0 ? fmt("%.1f", s.median_wall_s) : "–") << " |\n";  // – : not timed (merged, outside runs)
   }
+  // The two medians are over different runs (those that reached each level): one below the other
+  // is not a contradiction, and the table says so where it happens.
+  bool crossed = false;
+  for (const auto& s : rep.optimizers)
+    crossed = crossed || (s.median_evals_to_99 > 0 && s.median_evals_to_95 > 0 && s.median_evals_to_99 < s.median_evals_to_95);
+  if (crossed)
+    o << "\nEvaluations to 95% and to 99% are medians over the runs that reached each level (the counts in brackets): "
+         "where fewer runs reached 99%, their median can lie below the 95% one.\n";
   o << statistics_markdown(rep);
   if (rep.best_known > 0) {
     const auto& b = out.runs[rep.best_run];

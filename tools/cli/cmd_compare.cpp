@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
 #include "optimizers/study_dir.hpp"
@@ -100,11 +101,26 @@ void check_options(CompareOptions& opt, std::size_t scenarios) {
     throw InputError("--arrivals", opt.settings.arrivals, "expected poisson or trace");
 }
 
+// How the requests arrive, said where the numbers are (simulate replays the trace's arrival times by
+// default, compare replays offline; the title said neither).
+std::string load_words(const std::string& load) {
+  if (load == "offline") return "offline (all requests queued at t = 0)";
+  if (load == "trace") return "at the trace's arrival times";
+  if (load.rfind("rate=", 0) == 0) return "Poisson arrivals at " + load.substr(5) + " req/s";
+  if (load.rfind("clients=", 0) == 0) return "a closed loop of " + load.substr(8) + " clients";
+  return load;
+}
+
 std::string title_of(const std::vector<ScenarioOutcome>& v, const CompareSettings& s) {
-  std::string t = std::to_string(s.requests) + " requests of " + s.trace + ", " + s.fidelity + " fidelity";
-  bool one_model = true;
-  for (const auto& o : v) one_model = one_model && o.scenario.model == v.front().scenario.model;
-  return (one_model ? v.front().scenario.model + ": " : "") + t;
+  std::string t = std::to_string(s.requests) + " requests of " + s.trace;
+  bool one_model = true, one_load = true;
+  for (const auto& o : v) {
+    one_model = one_model && o.scenario.model == v.front().scenario.model;
+    one_load = one_load && o.scenario.load == v.front().scenario.load;
+  }
+  t += one_load ? ", " + load_words(v.front().scenario.load) : " (each scenario's load in its label)";
+  t += ", " + s.fidelity + " fidelity";
+  return (one_model ? terminal_safe(v.front().scenario.model) + ": " : "") + t;
 }
 
 json inputs_json(const CompareOptions& opt) {
