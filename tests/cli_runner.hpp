@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -38,6 +39,23 @@ inline CliResult run_cli(const std::string& args) {
   std::remove(err_path.c_str());
   return r;
 }
+
+// A scratch folder of this process, `<tmp>/shardsim-<tag>-<pid>`, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag)
+      : path(std::filesystem::temp_directory_path() / ("shardsim-" + tag + "-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // The path of `name` inside it.
+  std::string operator()(const std::string& name) const { return (path / name).string(); }
+};
 
 // A whole file as text ("" when it cannot be read).
 inline std::string slurp(const std::string& path) {

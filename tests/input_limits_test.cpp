@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "common/embedded.hpp"
+#include "tests/cli_runner.hpp"
 #include "common/input_error.hpp"
 #include "workloads/request_trace.hpp"
 
@@ -18,12 +19,6 @@ using namespace shardsim;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("shardsim-limits-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -37,7 +32,7 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("input limits: files over the cap, devices and directories are refused by name") {
-  TempDir d;
+  const test::TempDir d("limits");
   fs::path f = d.path / "big.json";
   { std::ofstream(f) << std::string(5000, ' ') << "{}"; }
   std::string e = error_of([&] { read_text_file(f.string(), 4096); });
@@ -63,7 +58,7 @@ TEST_CASE("input limits: error messages are one short printable line") {
   std::string u = utf.what();
   CHECK(u.find("é") != std::string::npos);
   // Through a real loader: a CSV with a huge field and an escape sequence.
-  TempDir d;
+  const test::TempDir d("limits");
   fs::path csv = d.path / "t.csv";
   {
     std::ofstream o(csv);

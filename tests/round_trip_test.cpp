@@ -3,8 +3,6 @@
 // loads back"): clusters (both JSON styles), models, routing traces, a search's best plan.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <string>
 
@@ -14,16 +12,6 @@ using namespace shardsim;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("shardsim-roundtrip-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator()(const std::string& name) const { return (dir / name).string(); }
-};
 
 // Runs `args`; the test stops here when it fails.
 test::CliResult ok(const std::string& args) {
@@ -37,7 +25,7 @@ test::CliResult ok(const std::string& args) {
 }  // namespace
 
 TEST_CASE("round trip: a cluster written as JSON (both styles) loads back and writes the same file again") {
-  Scratch s;
+  const test::TempDir s("roundtrip");
   ok("topo --cluster dgx-h100:4,oversub=2 --json " + s("c.json") + " --json-links " + s("l.json"));
   const test::CliResult a = ok("topo --cluster " + s("c.json") + " --json " + s("c2.json") + " --json-links " + s("l2.json"));
   CHECK(test::slurp(s("c2.json")) == test::slurp(s("c.json")));
@@ -49,7 +37,7 @@ TEST_CASE("round trip: a cluster written as JSON (both styles) loads back and wr
 }
 
 TEST_CASE("round trip: a model written as JSON loads back, writes the same file and simulates the same") {
-  Scratch s;
+  const test::TempDir s("roundtrip");
   for (const std::string m : {"mixtral-8x7b", "deepseek-v3"}) {
     CAPTURE(m);
     ok("models --show " + m + " --json " + s(m + ".json"));
@@ -64,7 +52,7 @@ TEST_CASE("round trip: a model written as JSON loads back, writes the same file 
 }
 
 TEST_CASE("round trip: a routing trace written by trace generate loads back and re-encodes to the same bytes") {
-  Scratch s;
+  const test::TempDir s("roundtrip");
   ok("trace generate --routing synthetic:zipf=1.0,seed=7 --model mixtral-8x7b --requests 10 --out " + s("r.ssrt"));
   ok("trace generate --routing " + s("r.ssrt") + " --model mixtral-8x7b --requests 10 --out " + s("r2.ssrt"));
   CHECK(test::slurp(s("r2.ssrt")) == test::slurp(s("r.ssrt")));
@@ -72,10 +60,10 @@ TEST_CASE("round trip: a routing trace written by trace generate loads back and 
 }
 
 TEST_CASE("round trip: a search's best-plan.json is a plan file that plan check and simulate take") {
-  Scratch s;
+  const test::TempDir s("roundtrip");
   ok("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --requests 20 --optimizers megatron,random "
      "--budget 6 --seeds 1 --quiet --out " + s("study"));
-  const std::string best = s("study") + "/best-plan.json";
+  const std::string best = s("study/best-plan.json");
   REQUIRE(fs::exists(best));
   ok("simulate --model mixtral-8x7b --cluster dgx-h100:1 --requests 10 --plan " + best);
   ok("plan check --model mixtral-8x7b --cluster dgx-h100:1 --plan " + best);
