@@ -570,3 +570,26 @@ TEST_CASE("topology: DOT per node merges each domain's fabric links and keeps ev
   for (int id = 0; id < c.num_links(); ++id) expected += c.link(id).cls == LinkClass::NicLink;
   CHECK(nic_links == expected);
 }
+
+TEST_CASE("topo: a route found from the layers near its destination is the whole tree's route") {
+  // route() explores only the breadth-first layers up to the source's when GPUs reach each other
+  // through switches (GPU pairs of a replica then cost what is near them, not one whole-fabric tree
+  // per destination GPU); every route must be the one the destination's whole tree gives.
+  for (const char* spec : {"dgx-h100:4", "dgx-h100:8,oversub=2", "dgx-h100:16,rails=off,radix=16", "nvl72:2",
+                           "dragonfly:4", "torus:2x2"}) {
+    CAPTURE(spec);
+    // Two loads: a cluster's whole trees, once built, serve its route() too.
+    const Cluster c = load_cluster(spec), w = load_cluster(spec);
+    const int n = c.num_gpus();
+    for (int s = 0; s < n; s += std::max(1, n / 37))
+      for (int d = 0; d < n; d += std::max(1, n / 41)) {
+        const Route near = c.route(s, d), whole = w.route_from_whole_tree(s, d);
+        CAPTURE(s);
+        CAPTURE(d);
+        CHECK(near.links == whole.links);
+        CHECK(near.bottleneck_bw == whole.bottleneck_bw);
+        CHECK(near.latency == whole.latency);
+        CHECK(near.nvlink_only == whole.nvlink_only);
+      }
+  }
+}

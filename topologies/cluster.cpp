@@ -2,7 +2,8 @@
 //
 // Owns: the checks every cluster passes on construction (GPU ids, sizes, link values, names,
 // connectivity), the derived indexes (sorted adjacency, leaf of each GPU), the per-destination
-// shortest-path trees behind route(), and the max-flow behind bisection_bw().
+// shortest-path trees behind route() (whole, cached; or, for a route near its destination on a
+// switched fabric, only the layers it needs), and the max-flow behind bisection_bw().
 // Units: bytes/s per direction, seconds.
 // Thread-safety: everything below the constructor is const; the lazily built trees live in
 // RouteCache under a shared_mutex (readers share, a miss computes outside the lock and publishes
@@ -66,6 +67,19 @@ struct DestTree {
   std::vector<double> bottleneck;
 };
 
+// The part of a DestTree one route needs: the breadth-first layers around the destination up to
+// the source's (route() reads costs only below the source's and bottlenecks up to it). Built in a
+// per-thread scratch whose touched entries are reset before the next use, so a route inside a node
+// costs the vertices near it, not the whole fabric (the full trees, one per destination GPU, made
+// routing every pair of every replica O(GPUs × vertices): 1 GiB of trees from 8,192 GPUs on).
+struct LocalTree {
+  std::vector<std::uint64_t> cost;
+  std::vector<double> bottleneck;
+  std::vector<int> order;  // the vertices reached, in breadth-first order (also the queue)
+};
+// Vertices a local tree may reach before the full tree is built instead (a route across the fabric).
+constexpr std::size_t kLocalTreeVertices = 2048;
+
 }  // namespace
 
 struct Cluster::RouteCache {
@@ -84,6 +98,8 @@ struct Cluster::RouteCache {
   std::shared_mutex mu;
   std::vector<std::shared_ptr<const DestTree>> trees;  // per destination GPU
   std::size_t tree_bytes = 0;
+  std::once_flag switched_once;
+  bool switched = false;  // every GPU reaches every other through switches alone (switched_fabric())
   std::once_flag bisection_once;
   double bisection = 0;
 
@@ -91,6 +107,9 @@ struct Cluster::RouteCache {
   std::uint64_t step(int next, int dst) const { return 1 + (is_gpu[next] && next != dst ? kGpuTransit : 0); }
   DestTree build_tree(int dst) const;
   std::shared_ptr<const DestTree> tree(int dst_gpu);
+  std::shared_ptr<const DestTree> cached_tree(int dst_gpu);
+  bool switched_fabric();
+  bool local_tree(int dst, int src, LocalTree& t) const;
 };
 
 // Shortest-path tree towards `dst`. Fast path: breadth-first search that never expands a GPU other
@@ -160,6 +179,81 @@ DestTree Cluster::RouteCache::build_tree(int dst) const {
     }
   }
   return t;
+}
+
+std::shared_ptr<const DestTree> Cluster::RouteCache::cached_tree(int dst_gpu) {
+  std::shared_lock lock(mu);
+  return trees[dst_gpu];
+}
+
+// Whether breadth-first search that never forwards through a GPU reaches every GPU from every
+// destination (build_tree's fast path, exact then): every GPU has a switch neighbour and the
+// switches around GPU 0 reach every GPU.
+bool Cluster::RouteCache::switched_fabric() {
+  std::call_once(switched_once, [&] {
+    const std::size_t n = is_gpu.size();
+    std::vector<char> seen(n, 0);
+    std::vector<int> queue{gpu_vertex[0]};
+    seen[gpu_vertex[0]] = 1;
+    std::size_t via_switch = 0;
+    bool gpu0_switched = false;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const int v = queue[head];
+      if (is_gpu[v] && head > 0) continue;  // GPUs do not forward
+      for (int k = offset[v]; k < offset[v + 1]; ++k) {
+        const int m = neighbour[k];
+        if (!is_gpu[v] && m == gpu_vertex[0]) gpu0_switched = true;
+        if (seen[m]) continue;
+        seen[m] = 1;
+        if (is_gpu[m] && !is_gpu[v]) ++via_switch;
+        if (!is_gpu[m] || head == 0) queue.push_back(m);
+      }
+    }
+    switched = gpu0_switched && via_switch + 1 == gpu_vertex.size();
+  });
+  return switched;
+}
+
+// Breadth-first layers from `dst` until the layer holding `src` is complete (as build_tree's fast
+// path computes them, so the route is the same); false when more than kLocalTreeVertices are reached
+// first. Only valid on a switched fabric.
+bool Cluster::RouteCache::local_tree(int dst, int src, LocalTree& t) const {
+  const std::size_t n = is_gpu.size();
+  if (t.cost.size() != n) {
+    t.cost.assign(n, kUnreached);
+    t.bottleneck.assign(n, 0.0);
+    t.order.clear();
+  }
+  for (int v : t.order) t.cost[v] = kUnreached, t.bottleneck[v] = 0.0;
+  t.order.clear();
+  t.cost[dst] = 0;
+  t.bottleneck[dst] = std::numeric_limits<double>::infinity();
+  t.order.push_back(dst);
+  std::uint64_t last = kUnreached;  // the source's layer, once reached
+  for (std::size_t head = 0; head < t.order.size(); ++head) {
+    const int v = t.order[head];
+    const std::uint64_t c = t.cost[v];
+    if (c > last) break;
+    if (v != dst) {
+      double best = 0;
+      for (int k = offset[v]; k < offset[v + 1]; ++k) {
+        const int m = neighbour[k];
+        if (t.cost[m] != kUnreached && t.cost[m] + step(m, dst) == c)
+          best = std::max(best, std::min(bandwidth[edge[k]], t.bottleneck[m]));
+      }
+      t.bottleneck[v] = best;
+    }
+    if (v == src) last = c;
+    if (c == last || (is_gpu[v] && v != dst)) continue;  // the last layer, or a GPU: not expanded
+    for (int k = offset[v]; k < offset[v + 1]; ++k) {
+      const int m = neighbour[k];
+      if (t.cost[m] != kUnreached) continue;
+      t.cost[m] = c + 1;
+      t.order.push_back(m);
+    }
+    if (t.order.size() > kLocalTreeVertices) return false;
+  }
+  return last != kUnreached;
 }
 
 std::shared_ptr<const DestTree> Cluster::RouteCache::tree(int dst_gpu) {
@@ -351,7 +445,11 @@ const LinkInfo& Cluster::link(int id) const { return links_.at(id); }
 
 std::pair<int, int> Cluster::link_ends(int id) const { return cache_->ends.at(id); }
 
-Route Cluster::route(int src_gpu, int dst_gpu) const {
+Route Cluster::route(int src_gpu, int dst_gpu) const { return route_with(src_gpu, dst_gpu, true); }
+
+Route Cluster::route_from_whole_tree(int src_gpu, int dst_gpu) const { return route_with(src_gpu, dst_gpu, false); }
+
+Route Cluster::route_with(int src_gpu, int dst_gpu, bool near_ok) const {
   if (src_gpu < 0 || src_gpu >= num_gpus() || dst_gpu < 0 || dst_gpu >= num_gpus())
     throw std::out_of_range("route: GPU ids " + std::to_string(src_gpu) + ", " + std::to_string(dst_gpu) +
                             " outside 0.." + std::to_string(num_gpus() - 1));
@@ -362,21 +460,35 @@ Route Cluster::route(int src_gpu, int dst_gpu) const {
     return r;
   }
   RouteCache& rc = *cache_;
-  auto tree = rc.tree(dst_gpu);
   const int dst = rc.gpu_vertex[dst_gpu];
   int cur = rc.gpu_vertex[src_gpu];
+  // The costs and bottlenecks towards dst: the cached full tree, else the layers up to the source's
+  // (a route near its destination), else the full tree, built and cached.
+  thread_local LocalTree local;
+  std::shared_ptr<const DestTree> full = rc.cached_tree(dst_gpu);
+  const std::uint64_t* cost = nullptr;
+  const double* bottleneck = nullptr;
+  if (!full && near_ok && rc.switched_fabric() && rc.local_tree(dst, cur, local)) {
+    cost = local.cost.data();
+    bottleneck = local.bottleneck.data();
+  } else {
+    if (!full) full = rc.tree(dst_gpu);
+    cost = full->cost.data();
+    bottleneck = full->bottleneck.data();
+  }
+
   // Destination-mod-k: the k-th choice point uses digit k of the destination's key in the mixed
   // radix of the choice counts met so far, so consecutive destinations spread over parallel uplinks.
   std::uint64_t key = static_cast<std::uint64_t>(rc.route_key[dst_gpu]), div = 1;
   std::vector<int> cand;
-  r.bottleneck_bw = tree->bottleneck[cur];
+  r.bottleneck_bw = bottleneck[cur];
   while (cur != dst) {
     cand.clear();
-    const std::uint64_t c = tree->cost[cur];
+    const std::uint64_t c = cost[cur];
     for (int k = rc.offset[cur]; k < rc.offset[cur + 1]; ++k) {
       int m = rc.neighbour[k];
-      if (tree->cost[m] == kUnreached || tree->cost[m] + rc.step(m, dst) != c) continue;
-      if (std::min(rc.bandwidth[rc.edge[k]], tree->bottleneck[m]) != tree->bottleneck[cur]) continue;
+      if (cost[m] == kUnreached || cost[m] + rc.step(m, dst) != c) continue;
+      if (std::min(rc.bandwidth[rc.edge[k]], bottleneck[m]) != bottleneck[cur]) continue;
       cand.push_back(k);
     }
     if (cand.empty()) throw std::logic_error("route: broken shortest-path tree");  // cannot happen

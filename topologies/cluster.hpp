@@ -138,9 +138,12 @@ class Cluster {
 
   // Shortest route (fewest hops; among equals, deterministic) between two GPUs.
   // src == dst gives an empty route (bottleneck +infinity, latency 0). Ids out of range:
-  // std::out_of_range. Cost: one cached shortest-path tree per destination (built on first use,
-  // O(V log V)), then O(hops × degree).
+  // std::out_of_range. Cost: on a fabric where GPUs reach each other through switches, a route near
+  // its destination explores only the layers around it (up to 2,048 vertices); otherwise one cached
+  // shortest-path tree per destination (built on first use, O(V log V)); then O(hops × degree).
   Route route(int src_gpu, int dst_gpu) const;
+  // The same route, always from the destination's whole tree (for tests: the two must agree).
+  Route route_from_whole_tree(int src_gpu, int dst_gpu) const;
   // The vertices a route visits, src GPU first (route(a, b) must have come from gpu `src_gpu`).
   std::vector<Vertex> route_vertices(int src_gpu, const Route& r) const;
   // Per-GPU injection bandwidth into the inter-node network (sum of its NIC links), bytes/s.
@@ -164,6 +167,7 @@ class Cluster {
   int num_leaves_ = 0;
   void validate();
   double network_injection(int gpu) const;  // what injection_bw() returns, from the graph
+  Route route_with(int src_gpu, int dst_gpu, bool near_ok) const;
   struct RouteCache;
   std::shared_ptr<RouteCache> cache_;
 };
