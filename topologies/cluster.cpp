@@ -105,6 +105,17 @@ struct Cluster::RouteCache {
 
   // Cost of stepping from a vertex onto `next` when heading for `dst`.
   std::uint64_t step(int next, int dst) const { return 1 + (is_gpu[next] && next != dst ? kGpuTransit : 0); }
+  // The widest bottleneck among v's cheapest paths to dst, from its neighbours one step closer
+  // (already final: vertices are finalised in nondecreasing cost).
+  double widest(const std::uint64_t* cost, const double* bottleneck, int v, int dst) const {
+    double best = 0;
+    for (int k = offset[v]; k < offset[v + 1]; ++k) {
+      const int m = neighbour[k];
+      if (cost[m] != kUnreached && cost[m] + step(m, dst) == cost[v])
+        best = std::max(best, std::min(bandwidth[edge[k]], bottleneck[m]));
+    }
+    return best;
+  }
   DestTree build_tree(int dst) const;
   std::shared_ptr<const DestTree> tree(int dst_gpu);
   std::shared_ptr<const DestTree> cached_tree(int dst_gpu);
@@ -123,16 +134,7 @@ DestTree Cluster::RouteCache::build_tree(int dst) const {
   DestTree t;
   t.cost.assign(n, kUnreached);
   t.bottleneck.assign(n, 0.0);
-  auto finalise = [&](int v) {
-    const std::uint64_t c = t.cost[v];
-    double best = 0;
-    for (int k = offset[v]; k < offset[v + 1]; ++k) {
-      const int m = neighbour[k];
-      if (t.cost[m] != kUnreached && t.cost[m] + step(m, dst) == c)
-        best = std::max(best, std::min(bandwidth[edge[k]], t.bottleneck[m]));
-    }
-    t.bottleneck[v] = best;
-  };
+  auto finalise = [&](int v) { t.bottleneck[v] = widest(t.cost.data(), t.bottleneck.data(), v, dst); };
   t.cost[dst] = 0;
   t.bottleneck[dst] = std::numeric_limits<double>::infinity();
 
@@ -234,15 +236,7 @@ bool Cluster::RouteCache::local_tree(int dst, int src, LocalTree& t) const {
     const int v = t.order[head];
     const std::uint64_t c = t.cost[v];
     if (c > last) break;
-    if (v != dst) {
-      double best = 0;
-      for (int k = offset[v]; k < offset[v + 1]; ++k) {
-        const int m = neighbour[k];
-        if (t.cost[m] != kUnreached && t.cost[m] + step(m, dst) == c)
-          best = std::max(best, std::min(bandwidth[edge[k]], t.bottleneck[m]));
-      }
-      t.bottleneck[v] = best;
-    }
+    if (v != dst) t.bottleneck[v] = widest(t.cost.data(), t.bottleneck.data(), v, dst);
     if (v == src) last = c;
     if (c == last || (is_gpu[v] && v != dst)) continue;  // the last layer, or a GPU: not expanded
     for (int k = offset[v]; k < offset[v + 1]; ++k) {
