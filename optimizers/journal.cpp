@@ -201,13 +201,13 @@ std::string journal_line(const ScoredEval& e, const SearchRun& run) {
             {"sampled", e.eval.faults.sampled},
             {"sample_failures", e.eval.faults.failed},
             {"sample_error", e.eval.faults.error}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return json_text(j);
 }
 
 JournalWriter::JournalWriter(const std::string& path, const json& header) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(path, "", "cannot create the journal: " + errno_text());
-  append(header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+  append(json_text(header) + "\n");
   // The new file's directory entry must survive a crash too.
   const std::string dir = std::filesystem::path(path).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -237,7 +237,7 @@ Evaluation MpiEvaluator::evaluate_detailed(const Plan& plan) const {
       auto job = std::make_shared<Job>();
       job->id = next_id_++;
       job->rank = best;
-      job->plan = json{{"id", job->id}, {"plan", plan_to_json(plan)}}.dump(-1, ' ', false, json::error_handler_t::replace);
+      job->plan = json_text(json{{"id", job->id}, {"plan", plan_to_json(plan)}});
       result = job->done.get_future();
       inflight_[job->id] = job;
       outbox_.push_back(job);
