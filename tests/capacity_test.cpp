@@ -118,7 +118,68 @@ TEST_CASE("capacity under an SLO: never above the saturated rate; a goal nothing
   const SloCapacity none = capacity_under_slo(d.serve, d.population, ServingOptions{}, impossible, o);
   CHECK_FALSE(none.feasible);
   CHECK(none.note.find("misses") != std::string::npos);
-  CHECK(none.probes == 4);  // the saturated rate, then 1/2, 1/8, 1/32 of it
+  CHECK(none.probes == 6);  // the saturated rate, then 0.9, 0.7, 1/2, 1/8, 1/32 of it
+  CHECK(none.stopped_probes == 6);  // each stopped at its first decisive misses
+}
+
+TEST_CASE("capacity under an SLO: probes that stop at their first decisive misses reach the same verdicts") {
+  Dense d;
+  CapacityOptions o;
+  o.start_requests = 300;
+  for (const char* goal_text : {"p99", "p90", "attain=0.9"}) {
+    CAPTURE(goal_text);
+    const SloGoal goal = parse_slo_goal(goal_text, 0.5, 0.03, "test");
+    ServingOptions so;
+    so.slo_ttft = 0.5;
+    so.slo_tpot = 0.03;
+    o.stop_early = true;
+    const SloCapacity quick = capacity_under_slo(d.serve, d.population, so, goal, o);
+    o.stop_early = false;
+    const SloCapacity whole = capacity_under_slo(d.serve, d.population, so, goal, o);
+    REQUIRE(whole.feasible);
+    CHECK_FALSE(whole.at_saturation);  // some probe failed: there was something to stop
+    CHECK(quick.rate == whole.rate);
+    CHECK(quick.min_failing == whole.min_failing);
+    CHECK(quick.probes == whole.probes);
+    CHECK(quick.stopped_probes > 0);
+    CHECK(whole.stopped_probes == 0);
+  }
+}
+
+TEST_CASE("SLO stop: the allowance is the most misses a run can hold and still meet the goal") {
+  // Built from n requests, every one over a bound or none; the percentile's own rank decides.
+  for (long n : {1L, 7L, 100L, 101L, 1000L, 65536L}) {
+    std::vector<Request> reqs(static_cast<std::size_t>(n), Request{0.0, 10, 5});
+    for (const char* text : {"p50", "p90", "p99"}) {
+      const SloGoal goal = parse_slo_goal(text, 1.0, 1.0, "test");
+      const SloStop st = goal.stop_when_missed(reqs, 1e9, ServingOptions{});
+      const long allowed = st.allowed[0][0];
+      CAPTURE(n);
+      CAPTURE(text);
+      REQUIRE(allowed >= 0);
+      REQUIRE(allowed < n);
+      auto meets_with = [&](long misses) {  // `misses` values over the 1000 ms bound
+        std::vector<double> v(static_cast<std::size_t>(n), 10.0);
+        for (long i = 0; i < misses; ++i) v[static_cast<std::size_t>(i)] = 5000.0;
+        const Percentiles p = percentiles(v);
+        const double pick = goal.value >= 99 ? p.p99 : goal.value >= 90 ? p.p90 : p.p50;
+        return pick <= 1000.0;
+      };
+      CHECK(meets_with(allowed));
+      CHECK_FALSE(meets_with(allowed + 1));
+      CHECK(st.allowed[0][1] == allowed);  // every request generates more than one token
+      CHECK(st.allowed[1][0] == SloStop::kAny);  // nobody arrives late
+    }
+    // Attainment: met_slo ≥ value × n, with its floating-point slack (0.9 × 100 is not 90 exactly).
+    const SloGoal attain = parse_slo_goal("attain=0.9", 1.0, 1.0, "test");
+    const long allowed = attain.stop_when_missed(reqs, 1e9, ServingOptions{}).allowed[0][0];
+    Metrics m;
+    m.requests = m.completed = static_cast<int>(n);
+    m.met_slo = static_cast<int>(n - allowed);
+    CHECK(attain.met(m));
+    m.met_slo -= 1;
+    CHECK_FALSE(attain.met(m));
+  }
 }
 
 TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores below the Megatron rule plan" * doctest::test_suite("heavy")) {

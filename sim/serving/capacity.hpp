@@ -20,12 +20,15 @@
 // Capacity under an SLO. The highest Poisson rate (or the trace's arrival shape rescaled) whose run
 // meets the goal's percentiles, bracketed from above by the saturated request rate: a rate above
 // what the plan sustains is never reported (at most the saturated rate, flagged `at_saturation`).
-// Each probe replays the whole trace, or as many requests as the converged saturated run used when
-// that is more (up to `max_requests`), and meets the goal only when all its requests meet it
-// and so do those that arrived in the second half of its arrivals (a queue that grows slowly
-// shows there as a tail). Probes: the saturated rate, then half
-// of it (an eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`.
+// Each probe replays the whole trace, or as many requests as the backlog needed for `min_turnovers`
+// turnovers in its window when that is more (up to `max_requests`), and meets the goal only when
+// all its requests meet it and so do those that arrived in the second half of its arrivals (a
+// queue that grows slowly shows there as a tail); a probe stops as soon as its misses decide that
+// it fails (ServingOptions::slo_stop). Probes: the saturated rate, then 0.9 of it (0.7, 0.5, an
+// eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`.
 //
+// All runs of one measure share one step cache (ServingOptions::step_cache), unless the caller
+// gives its own: one plan, one tier, so a probe executes only the step shapes no earlier run met.
 // Both are pure given a pure `serve`; every random choice flows from `seed`. Units: seconds,
 // tokens per second, requests per second.
 #pragma once
@@ -47,6 +50,7 @@ struct CapacityOptions {
   double rel_halfwidth = 0.02;    // the 95% interval's half-width, relative to the mean
   double min_turnovers = 3;       // batch turnovers the window must hold
   double rel_tol = 0.04;          // capacity under an SLO: bisection stops within this factor
+  bool stop_early = true;         // a probe stops once its misses decide that it fails (the same verdict)
   Arrival arrivals = Arrival::Poisson;
   std::uint64_t seed = 1;
 };
@@ -69,6 +73,7 @@ struct SaturatedThroughput {
   double total_tok_s = 0;         // + prompt tokens of the requests whose first token fell in it
   double request_s = 0;           // completions per second in the window
   long requests = 0;              // the sample size of the last run
+  long turnover_requests = 0;     // the first sample whose window held min_turnovers turnovers (0: none)
   int runs = 0;                   // serving runs spent (the extensions)
   double window_start = 0, window_end = 0;
   double turnovers = 0;           // completions in the window ÷ one batch turnover
@@ -88,6 +93,8 @@ struct SloCapacity {
   bool at_saturation = false;     // the saturated rate itself met the goal (the capacity is the plan's throughput)
   double output_tok_s = 0;        // rate × the sample's mean output tokens
   int probes = 0;                 // rate runs (the saturated runs are in saturated.runs)
+  int stopped_probes = 0;         // of them, stopped as soon as they missed the goal
+  long probe_requests = 0;        // requests per probe
   SaturatedThroughput saturated;
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too)
   std::string note;

@@ -20,8 +20,40 @@ bool SloGoal::met(const Metrics& m) const {
   if (kind == Kind::Attainment)  // a refused request misses both bounds
     return static_cast<double>(m.met_slo) >= value * static_cast<double>(m.requests) - 1e-9;
   if (m.completed < m.requests) return false;
-  auto pick = [&](const Percentiles& p) { return value >= 99 ? p.p99 : value >= 90 ? p.p90 : p.p50; };
+  auto pick = [&](const Percentiles& p) { return value >= 99 ? p.p99 : value >= 90 ? p.p90 : p.p50; };  // (stop_when_missed's q)
   return pick(m.ttft_ms) <= ttft_s * 1e3 && pick(m.tpot_ms) <= tpot_s * 1e3;
+}
+
+SloStop SloGoal::stop_when_missed(const std::vector<Request>& requests, double late_from, const ServingOptions& o) const {
+  SloStop st;
+  st.late_from = late_from;
+  long n[2][2] = {};  // [all, late][every request, those generating more than one token (TPOT)]
+  for (const auto& r : requests)
+    for (int w = 0; w < (r.arrival_s >= late_from ? 2 : 1); ++w) {
+      n[w][0]++;
+      if (r.output_tokens > 1) n[w][1]++;
+    }
+  if (kind == Kind::Attainment) {  // met_slo ≥ value × n − 1e-9, all requests counted
+    st.joint = true;
+    st.ttft_s = o.slo_ttft;
+    st.tpot_s = o.slo_tpot;
+    for (int w = 0; w < 2; ++w) {
+      const double need = value * static_cast<double>(n[w][0]) - 1e-9;
+      long m = n[w][0];  // the most misses that still meet it
+      while (m > 0 && static_cast<double>(n[w][0] - m) < need) --m;
+      st.allowed[w][0] = m;
+    }
+    return st;
+  }
+  // A nearest-rank percentile stays within its bound while fewer than n − index values exceed it.
+  st.ttft_s = ttft_s;
+  st.tpot_s = tpot_s;
+  const double q = value >= 99 ? 0.99 : value >= 90 ? 0.90 : 0.50;
+  for (int w = 0; w < 2; ++w)
+    for (int k = 0; k < 2; ++k)
+      if (n[w][k] > 0)
+        st.allowed[w][k] = n[w][k] - static_cast<long>(percentile_index(static_cast<std::size_t>(n[w][k]), q)) - 1;
+  return st;
 }
 
 std::string SloGoal::describe() const {

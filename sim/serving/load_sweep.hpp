@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/serving/metrics.hpp"
+#include "workloads/request_trace.hpp"
 
 namespace shardsim {
 
@@ -28,6 +29,10 @@ struct SloGoal {
   double ttft_s = 2.0, tpot_s = 0.2;    // the bounds
   bool met(const Metrics& m) const;
   std::string describe() const;         // "p99 TTFT ≤ 2000 ms and p99 TPOT ≤ 200 ms"
+  // The early stop of a run that met() will judge on all of `requests` and on those arriving at
+  // `late_from` or later (ServingOptions::slo_stop): the misses each count allows before met()
+  // must fail. `o` holds the bounds summarize() counts met_slo by (an attainment goal's).
+  SloStop stop_when_missed(const std::vector<Request>& requests, double late_from, const ServingOptions& o) const;
 };
 
 // "p50" | "p90" | "p99" | "attain=F" (0 < F ≤ 1); InputError(source, text, …) otherwise.

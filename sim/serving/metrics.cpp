@@ -7,14 +7,16 @@
 
 namespace shardsim {
 
+std::size_t percentile_index(std::size_t n, double q) {
+  std::size_t i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
+  return std::min(n - 1, i == 0 ? 0 : i - 1);
+}
+
 Percentiles percentiles(std::vector<double> v) {
   Percentiles p;
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto rank = [&](double q) {
-    std::size_t i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
-  };
+  auto rank = [&](double q) { return v[percentile_index(v.size(), q)]; };
   p.p50 = rank(0.50);
   p.p90 = rank(0.90);
   p.p99 = rank(0.99);

@@ -10,6 +10,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
 };
 Percentiles percentiles(std::vector<double> values);
+// The nearest rank: of n sorted values (n ≥ 1), the index of quantile q (0.5, 0.9, 0.99).
+std::size_t percentile_index(std::size_t n, double q);
 
 struct Metrics {
   int requests = 0, completed = 0, met_slo = 0;

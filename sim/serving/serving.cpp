@@ -119,7 +119,7 @@ class ReplicaSim {
     arrivals_ = &arrivals;
     ReplicaBatch batch;
     std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
-    while (true) {
+    while (!out_.stopped_early) {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
       if (t == kNever) break;
@@ -339,7 +339,8 @@ class ReplicaSim {
   }
 
   void build_batch(int e, ReplicaBatch& batch, std::vector<std::pair<Seq*, int>>& work) {
-    batch.groups.assign(static_cast<std::size_t>(groups_), {});
+    batch.groups.resize(static_cast<std::size_t>(groups_));
+    for (auto& g : batch.groups) g.clear();  // (keeps their memory for the next step)
     int budget = eng_.max_batch_tokens;
     for (auto& s : running_) {  // decode first
       if (s.engine != e || s.prefilled < s.prompt) continue;
@@ -609,10 +610,14 @@ class ReplicaSim {
       }
       s->generated += 1;
       ++emitted;
-      if (r.first_token < 0) r.first_token = end;
+      if (r.first_token < 0) {
+        r.first_token = end;
+        judge(r, false);
+      }
       if (s->generated >= s->output) {
         r.finish = end;
         r.completed = true;
+        judge(r, true);
         load.completions.push_back(end);
         arrivals_->done(s->req, end);
         release(*s);
@@ -620,6 +625,26 @@ class ReplicaSim {
     }
     if (emitted > 0) out_.emissions.push_back({end, emitted});
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
+  }
+
+  // ServingOptions::slo_stop: counts request r against the goal's allowances when its first token
+  // (`finished` false) or its last one came out, with summarize()'s tests, and stops the run when
+  // a count exceeds its allowance.
+  void judge(const RequestResult& r, bool finished) {
+    if (!opt_.slo_stop) return;
+    const SloStop& st = *opt_.slo_stop;
+    int kind = -1;
+    if (st.joint) {  // Metrics::met_slo's test; the TTFT's miss is counted once, when it is known
+      if (!finished) kind = r.ttft() <= st.ttft_s ? -1 : 0;
+      else kind = r.ttft() <= st.ttft_s && !(r.tpot() <= st.tpot_s) ? 0 : -1;
+    } else if (!finished) {  // the percentiles' values: milliseconds, TPOT only beyond one token
+      kind = r.ttft() * 1e3 <= st.ttft_s * 1e3 ? -1 : 0;
+    } else if (r.output_tokens > 1) {
+      kind = r.tpot() * 1e3 <= st.tpot_s * 1e3 ? -1 : 1;
+    }
+    if (kind < 0) return;
+    for (int w = 0; w < (r.arrival >= st.late_from ? 2 : 1); ++w)
+      if (++out_.slo_misses[w][kind] > st.allowed[w][kind]) out_.stopped_early = true;
   }
 
   // The Lowering an executed step uses: timeline steps every layer; steps that route
@@ -689,7 +714,7 @@ class ReplicaSim {
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
   Arrivals* arrivals_ = nullptr;  // of the run in progress
   std::deque<Seq> waiting_;
-  std::deque<Seq> running_;
+  std::vector<Seq> running_;  // in admission order (a vector: the loop walks it every step)
   long admissions_ = 0;
   double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
   long steps_ = 0;
@@ -848,7 +873,9 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
     auto pool = [&](const Plan& p, const RequestTrace& t, const ServingOptions& o) {
       return serve(p, model, cluster, t, routing, executor, o);
     };
-    return serve_disaggregated(plan, model, cluster, trace, options, pool, analytic_transfer_timer(cluster));
+    ServingOptions whole = options;
+    whole.slo_stop.reset();  // no pool judges a request whole
+    return serve_disaggregated(plan, model, cluster, trace, whole, pool, analytic_transfer_timer(cluster));
   }
   ServingResult out;
   out.memory = plan_memory(plan, model, cluster);
@@ -877,6 +904,7 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
                    experts, out);
     Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts);
     sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
+    if (out.stopped_early) break;  // the goal is missed: the other replicas cannot mend it
   }
   for (const auto& r : out.requests)
     if (r.completed) out.makespan = std::max(out.makespan, r.finish);

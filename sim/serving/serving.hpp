@@ -26,8 +26,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,20 @@ class CostClassMemo {
   std::mutex mu_;
   const Cluster* cluster_ = nullptr;
   std::map<std::vector<int>, std::vector<int>> by_layout_;  // every replica's GPUs, in turn → classes
+};
+
+// Stops a run once it cannot meet an SLO goal: the capacity search's probes need only pass or
+// fail, and a rate above the capacity fails long before its last request (sim/serving/capacity.cpp).
+// Requests over a bound are counted as their first and last tokens come out — over all requests
+// and over those arriving at `late_from` or later — judged exactly as summarize() judges them; the
+// run stops when a count exceeds what the goal allows (ServingResult::stopped_early). A stopped
+// result is incomplete: only its failure may be read from it.
+struct SloStop {
+  double ttft_s = 0, tpot_s = 0;   // the bounds
+  bool joint = false;              // one count, of requests over either bound (an attainment goal); else TTFT and TPOT apart
+  double late_from = std::numeric_limits<double>::infinity();
+  static constexpr long kAny = std::numeric_limits<long>::max();
+  long allowed[2][2] = {{kAny, kAny}, {kAny, kAny}};  // [all requests, late ones][TTFT (or joint), TPOT]
 };
 
 struct ServingOptions {
@@ -150,6 +166,9 @@ struct ServingOptions {
   // Applied to every step's timing (cached or executed) before the loop uses it; caches keep the
   // untransformed timing. The simgrid tier scales by the SimGrid/analytic ratio here.
   std::function<StepTiming(const StepTiming&)> transform_timing;
+  // Set: the run stops as soon as it can no longer meet an SLO goal (SloStop). Not applied to
+  // disaggregated plans, whose pools judge no request whole.
+  std::optional<SloStop> slo_stop;
 };
 
 struct RequestResult {
@@ -266,6 +285,8 @@ struct ServingResult {
   ExpertBalance experts;
   DisaggReport disagg;            // disaggregated plans only
   bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)
+  bool stopped_early = false;     // ServingOptions::slo_stop: the goal was already missed (incomplete)
+  long slo_misses[2][2] = {};     // requests counted against ServingOptions::slo_stop's allowances
   std::string note;               // e.g. why requests were rejected
 };
 

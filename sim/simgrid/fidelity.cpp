@@ -339,8 +339,11 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
                                 FidelityReport& report, int samples) {
   report = FidelityReport{};
   report.tier = tier;
-  if (plan.disaggregated())
-    return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, options, runner, report, samples);
+  if (plan.disaggregated()) {
+    ServingOptions whole = options;
+    whole.slo_stop.reset();  // no pool judges a request whole (sim/serving/serving.hpp)
+    return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, whole, runner, report, samples);
+  }
   AnalyticExecutor analytic(cluster);
   if (tier == "analytic" || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
   class CountRestarts {  // on every way out
@@ -385,6 +388,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     recs.push_back({replica, b, t.makespan});
   };
   o1.timeline_steps = 0;
+  o1.slo_stop.reset();  // the analytic pass is not the run judged: it must see every step
   o1.step_cache = std::make_shared<StepCache>();  // pass 2 reuses pass 1's analytic steps
   const ServingResult first = serve(plan, model, cluster, trace, routing, analytic, o1);
   // Stratified sample: quantiles of analytic step time.

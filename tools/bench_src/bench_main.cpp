@@ -4,7 +4,8 @@
 // analytic: deepseek-v3 on dgx-h100:8 with the first 1,000 Azure requests and synthetic routing;
 // a portfolio of feasible plans (the Megatron rule and attention-DP/EP variants) is scored one
 // after the other; the median wall time per plan and plans per second are printed
-// (`shardsim_bench N analytic` stops there). Then issue 11's larger cases: wide EP on 256 GPUs,
+// (`shardsim_bench N analytic` stops there). Then the same plans scored by the default objective,
+// capacity under an SLO (`shardsim_bench capacity` runs only this), then issue 11's larger cases: wide EP on 256 GPUs,
 // Mixtral's 36,000-request offline replay, random search on 256 GPUs, simulated annealing on the
 // optimizer suite's 256-GPU problem, peak memory, and the same nine plans at the SimGrid tier.
 // search: the plan-search driver on mixtral-8x7b / dgx-h100:2 (200 Azure requests offline,
@@ -189,6 +190,40 @@ static std::vector<double> score_plans(const ModelSpec& m, const Cluster& c, con
   return ms;
 }
 
+// The default objective's cost (issue 39: median ≤ 50 ms, max ≤ 200 ms): the nine plans scored by
+// their capacity under p99 TTFT ≤ 2 s and p99 TPOT ≤ 200 ms at the analytic tier, one thread,
+// with the serving runs each evaluation cost (capacity.hpp).
+static void bench_capacity(const ModelSpec& m, const Cluster& c, const RequestTrace& t, const RoutingSource* routing,
+                           const std::vector<std::string>& texts) {
+  const RequestTrace azure = load_request_trace("azure-conv");
+  EvaluatorInputs in;
+  in.model = &m;
+  in.cluster = &c;
+  in.cluster_spec = "dgx-h100:8";
+  in.trace = &t;
+  in.population = &azure;
+  in.routing = routing;
+  in.goal = parse_slo_goal("p99", 2.0, 0.2, "bench");
+  in.objective = Objective::Capacity;
+  const ServingEvaluator eval(in);
+  std::printf("\nthe default objective (capacity under %s, the whole Azure trace), analytic tier, one thread\n"
+              "(targets median ≤ 50 ms, max ≤ 200 ms)\n", in.goal.describe().c_str());
+  std::printf("%-38s %9s %9s %6s %8s %8s %10s\n", "plan", "wall ms", "req/s", "runs", "stopped", "probe n", "saturated n");
+  std::vector<double> ms;
+  for (const auto& text : texts) {
+    Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
+    if (!check_plan(p, m, c).feasible()) continue;
+    auto t0 = std::chrono::steady_clock::now();
+    const SloCapacity cap = eval.capacity(p);
+    const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ms.push_back(w);
+    std::printf("%-38s %9.0f %9.1f %6d %8d %8ld %10ld\n", text.c_str(), w, cap.rate, cap.runs(), cap.stopped_probes,
+                cap.probe_requests, cap.saturated.requests);
+  }
+  std::sort(ms.begin(), ms.end());
+  if (!ms.empty()) std::printf("median %.0f ms, max %.0f ms per plan\n", ms[ms.size() / 2], ms.back());
+}
+
 // deepseek-v3 on 256 GPUs (wide EP), Mixtral's long offline replay, and search on 256 GPUs.
 static void bench_large() {
   ModelSpec ds = load_model("deepseek-v3");
@@ -307,11 +342,12 @@ int main(int argc, char** argv) {
   // [N [analytic]] or analytic: N requests (1,000), only the 9-plan table with "analytic".
   const std::string first = argc > 1 ? argv[1] : "";
   const bool only_analytic = first == "analytic" || (argc > 2 && std::string(argv[2]) == "analytic");
-  if (!first.empty() && first != "analytic" && first.find_first_not_of("0123456789") != std::string::npos) {
-    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | accuracy [FILTER] | search | objective [PLANS [PROBLEMS]]\n");
+  const bool only_capacity = first == "capacity";
+  if (!first.empty() && first != "analytic" && first != "capacity" && first.find_first_not_of("0123456789") != std::string::npos) {
+    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | capacity | accuracy [FILTER] | search | objective [PLANS [PROBLEMS]]\n");
     return 2;
   }
-  int requests = !first.empty() && first != "analytic" ? std::atoi(first.c_str()) : 1000;
+  int requests = !first.empty() && first != "analytic" && first != "capacity" ? std::atoi(first.c_str()) : 1000;
   ModelSpec m = load_model("deepseek-v3");
   Cluster c = load_cluster("dgx-h100:8");
   RequestTrace t = head(load_request_trace("azure-conv"), static_cast<std::size_t>(requests));
@@ -326,7 +362,12 @@ int main(int argc, char** argv) {
   if (!ms.empty())
     std::printf("\nmedian %.1f ms, max %.1f ms per plan (targets ≤ 20 ms, ≤ 100 ms), %.2f plans/s on one core; peak memory %.0f MB\n",
                 ms[ms.size() / 2], ms.back(), 1000.0 * static_cast<double>(ms.size()) / total, peak_rss_mb());
+  if (only_capacity) {
+    bench_capacity(m, c, t, routing.get(), texts);
+    return 0;
+  }
   if (only_analytic) return 0;
+  bench_capacity(m, c, t, routing.get(), texts);
   bench_large();
   bench_simgrid(one, two, m, c, t, routing.get(), texts);
   std::printf("\nfull fidelity: one decode step of moe-1.6t on dgx-h100:128 (target ≤ 10 s, ≤ 2 GB)\n");

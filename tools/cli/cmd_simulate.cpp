@@ -283,10 +283,10 @@ json report_capacity(const SimulateOptions& opt, const LoadedInputs& L, const Pl
     << "               a backlog keeps every batch full; the rate is that of the window from the first batch turnover\n"
     << "               to the first replica's last admission, extended until it holds 3 turnovers and its 10 batch\n"
     << "               means give a 95% interval within ±2%\n";
-  o << "  under SLO    " << c.describe() << " meeting " << ei.goal.describe() << "\n";
+  o << "  under SLO    " << ei.goal.describe() << ": " << c.describe() << "\n";
   if (c.feasible)
     o << "               at that rate (" << (ei.arrivals == Arrival::Trace ? "the trace's arrival shape" : "Poisson")
-      << ", second half of " << readable(static_cast<double>(t.requests)) << " requests): TTFT p99 "
+      << ", second half of " << readable(static_cast<double>(c.probe_requests)) << " requests): TTFT p99 "
       << f("%.1f ms", c.at_rate.ttft_ms.p99) << ", TPOT p99 " << f("%.2f ms", c.at_rate.tpot_ms.p99) << "\n";
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
@@ -296,7 +296,8 @@ json report_capacity(const SimulateOptions& opt, const LoadedInputs& L, const Pl
   return {{"saturated", sat},
           {"slo", {{"goal", ei.goal.describe()}, {"feasible", c.feasible}, {"rate_req_s", c.rate},
                    {"min_failing_req_s", c.min_failing}, {"at_saturation", c.at_saturation},
-                   {"output_tok_s", c.output_tok_s}, {"probes", c.probes}, {"note", c.note},
+                   {"output_tok_s", c.output_tok_s}, {"probes", c.probes},
+                   {"stopped_probes", c.stopped_probes}, {"probe_requests", c.probe_requests}, {"note", c.note},
                    {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99}}},
           {"population", L.population.requests.size()}, {"seed", opt.in.seed}};
 }
