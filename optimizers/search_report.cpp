@@ -253,13 +253,13 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
   if (rep.best_known > 0) {
     const auto& b = out.runs[rep.best_run];
     Plan best = space.decode(b.best.genes);
-    o << "\nBest plan: `" << plan_to_string(best) << "` — " << readable(b.best.score.objective, 5) << " " << unit << " (found by "
+    o << "\nBest plan: `" << plan_to_string(best, space.model()) << "` — " << readable(b.best.score.objective, 5) << " " << unit << " (found by "
       << b.optimizer << ", seed " << b.seed << ").\n";
     if (rep.megatron_best > 0) {
       for (const auto& r : out.runs)
         if (r.optimizer == "megatron" && r.has_best && r.best.score.objective == rep.megatron_best) {
           Plan meg = space.decode(r.best.genes);
-          o << "Best Megatron rule plan: `" << plan_to_string(meg) << "` (" << rep.megatron_rule << ") — "
+          o << "Best Megatron rule plan: `" << plan_to_string(meg, space.model()) << "` (" << rep.megatron_rule << ") — "
             << readable(rep.megatron_best, 5) << " " << unit << ".\n";
           o << "What differs from it: " << plan_difference(best, meg) << ".\n";
           break;
@@ -275,7 +275,7 @@ std::string summary_markdown(const SearchReport& rep, const SearchOutcome& out, 
       std::string rule = "?";
       for (const auto& rg : rules)
         if (space.key(rg.genes) == space.key(h.genes)) rule = rg.rule;
-      o << "| " << rule << " | `" << plan_to_string(space.decode(h.genes)) << "` | "
+      o << "| " << rule << " | `" << plan_to_string(space.decode(h.genes), space.model()) << "` | "
         << (h.score.feasible ? readable(h.score.objective, 5) : "infeasible: " + h.score.reason) << " |\n";
     }
     break;

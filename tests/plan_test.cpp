@@ -34,6 +34,23 @@ TEST_CASE("plan: compact string fills dp with the remaining factor and folds ep/
   CHECK(s.mapping[0] == MapDim::Dp);
 }
 
+TEST_CASE("plan: the string a dense model's reader sees leaves out what only experts use, and reads back alike") {
+  const ModelSpec dense = load_model("llama3-70b"), moe = load_model("mixtral-8x7b");
+  const Plan p = plan_from_string("tp=4,dp=2,expert_up=replicate,redundant_experts=0", 8, plan_defaults(dense));
+  REQUIRE(p.deg.etp == 4);  // the unit's default: every stage GPU holds a slice of the (absent) experts
+  const std::string text = plan_to_string(p, dense);
+  CHECK(text.find("etp") == std::string::npos);
+  CHECK(text.find("expert") == std::string::npos);
+  CHECK(plan_to_string(p).find("etp=4") != std::string::npos);  // the model-blind string keeps it
+  CHECK(plan_to_string(p, moe) == plan_to_string(p));           // so does a MoE model's reader
+  const Plan back = plan_from_string(text, 8, plan_defaults(dense));
+  CHECK(back.deg.tp == p.deg.tp);
+  CHECK(back.deg.dp == p.deg.dp);
+  CHECK(back.deg.pp == p.deg.pp);
+  CHECK(back.deg.ep * back.deg.etp == back.deg.unit());
+  CHECK(plan_to_string(back, dense) == text);
+}
+
 TEST_CASE("plan: compact string errors name the key") {
   auto field_of = [](const std::string& text) {
     try {

@@ -442,17 +442,25 @@ json plan_to_json(const Plan& p) {
   return j;
 }
 
-std::string plan_to_string(const Plan& p) {
-  if (p.disaggregated()) return "prefill:" + plan_to_string(p.prefill()) + "/decode:" + plan_to_string(p.decode());
+namespace {
+
+// plan_to_string's text; `experts` = false leaves out what only a MoE model uses.
+std::string plan_text(const Plan& p, bool experts) {
+  if (p.disaggregated()) return "prefill:" + plan_text(p.prefill(), experts) + "/decode:" + plan_text(p.decode(), experts);
   std::string s;
   auto add = [&](const std::string& k, const std::string& v) { s += (s.empty() ? "" : ",") + k + "=" + v; };
   add("dp", std::to_string(p.deg.dp));
   for (auto [k, v] : {std::pair{"tp", p.deg.tp}, {"pp", p.deg.pp}, {"attn_dp", p.deg.attn_dp}, {"ep", p.deg.ep},
-                      {"etp", p.deg.etp}, {"sp", p.deg.sp}})
-    if (v != 1) add(k, std::to_string(v));
+                      {"etp", p.deg.etp}, {"sp", p.deg.sp}}) {
+    const bool expert_only = std::string_view(k) == "ep" || std::string_view(k) == "etp";
+    if (v != 1 && (experts || !expert_only)) add(k, std::to_string(v));
+  }
   Plan def;
-  for (int i = 0; i < kNumOps; ++i)
-    if (p.sharding[i] != def.sharding[i]) add(kOpNames[i], to_string(p.sharding[i]));
+  for (int i = 0; i < kNumOps; ++i) {
+    const bool expert_only = i == static_cast<int>(Op::Router) || i == static_cast<int>(Op::ExpertUp) ||
+                             i == static_cast<int>(Op::ExpertDown) || i == static_cast<int>(Op::SharedExpert);
+    if (p.sharding[i] != def.sharding[i] && (experts || !expert_only)) add(kOpNames[i], to_string(p.sharding[i]));
+  }
   add("weights", to_string(p.dtypes.weights));
   if (p.dtypes.activations != Dtype::BF16) add("act", to_string(p.dtypes.activations));
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
@@ -465,11 +473,17 @@ std::string plan_to_string(const Plan& p) {
     add("mapping", m);
   }
   if (p.allow_cross_node_tp) add("allow_cross_node_tp", "1");
-  if (p.redundant_experts > 0) add("redundant_experts", std::to_string(p.redundant_experts));
+  if (p.redundant_experts > 0 && experts) add("redundant_experts", std::to_string(p.redundant_experts));
   std::string e = engine_to_string(p.engine);
   if (!e.empty()) s += "," + e;
   return s;
 }
+
+}  // namespace
+
+std::string plan_to_string(const Plan& p) { return plan_text(p, true); }
+
+std::string plan_to_string(const Plan& p, const ModelSpec& model) { return plan_text(p, model.is_moe()); }
 
 Plan load_plan(const std::string& spec, const ModelSpec& model, const Cluster& cluster) {
   if (spec == "megatron") return megatron_plan(model, cluster);

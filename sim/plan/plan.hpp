@@ -121,6 +121,10 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
 json plan_to_json(const Plan& p);
 // The compact string of a plan (degrees ≠ 1 and non-default choices), e.g. "dp=2,tp=4,ep=4".
 std::string plan_to_string(const Plan& p);
+// The same, as a reader of `model` needs it: for a dense model without what only experts use
+// (ep, etp, the router's and experts' sharding, redundant experts). Read back, the string gives
+// a plan that serves the dense model alike.
+std::string plan_to_string(const Plan& p, const ModelSpec& model);
 
 // `spec` is a path to a plan JSON file, a compact string, or "megatron". The result is not yet
 // checked against the model/cluster beyond the GPU count — see check_plan().

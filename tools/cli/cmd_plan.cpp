@@ -85,7 +85,7 @@ void run_check(const PlanOptions& o) {
   PlanCheck chk = check_plan(plan, model, cluster);
   const Degrees& d = plan.deg;
   std::ostream& out = std::cout;
-  out << "plan      " << plan_to_string(plan) << (plan.name == "megatron" ? "   (Megatron rule)" : "") << "\n";
+  out << "plan      " << plan_to_string(plan, model) << (plan.name == "megatron" ? "   (Megatron rule)" : "") << "\n";
   out << "model     " << model.name << fmt("  (%.1fB parameters, ", model.total_params() / 1e9)
       << fmt("%.1fB active)\n", model.active_params() / 1e9);
   out << "cluster   " << cluster.name() << "  (" << cluster.num_gpus() << " × " << cluster.gpu().name << ", "

@@ -181,7 +181,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   std::ostream& o = std::cout;
   const Cluster& c = *L.cluster;
   o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
-    << "), plan " << plan_to_string(plan) << ", " << fidelity << " fidelity\n";
+    << "), plan " << plan_to_string(plan, L.model) << ", " << fidelity << " fidelity\n";
   o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests; " << describe_load(in)
     << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n";
   if (static_cast<std::size_t>(in.requests) > L.population.requests.size())

@@ -227,7 +227,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   o.feasible = p.feasible;
   o.reason = p.reason;
   if (!p.feasible) return o;
-  o.plan = plan_to_string(p.plan);
+  o.plan = plan_to_string(p.plan, p.in->model);
   o.plan_source = p.plan_source;
   const ServingOptions so = serving_of(p, true);
   const RequestTrace trace = trace_of(p, s);
