@@ -563,10 +563,14 @@ class ReplicaSim {
     return a;
   }
 
+  // The step's timing as the run uses it. A recorded step (`record`) is timed exactly as it would
+  // be without a timeline — a timeline must not change what it records — and its events come
+  // from the step lowered whole, run apart (counted nowhere), scaled to that timing.
   StepTiming step_timing(const ReplicaBatch& batch, bool record, std::vector<TimelineEvent>& events) {
+    const bool apart = record && costs_.memoises();  // else the step is executed whole anyway
     auto execute = [&] {
-      lowering_for(batch, record).lower(batch, program_);
-      StepTiming t = ex_.run(program_, record ? &events : nullptr);
+      lowering_for(batch, record && !apart).lower(batch, program_);
+      StepTiming t = ex_.run(program_, record && !apart ? &events : nullptr);
       if (!eng_.cuda_graphs) t.kernels = kernels_per_step(program_);  // only launches need it
       if (links_) {
         const LinkTraffic lt = links_->count(program_);
@@ -579,9 +583,18 @@ class ReplicaSim {
       return t;
     };
     const long interpolated = costs_.interpolated(), mixed = costs_.interpolated_mixed();
-    StepTiming timing = costs_.timing(batch, execute, record);
+    StepTiming timing = costs_.timing(batch, execute);
     out_.breakdown.interpolated_steps += costs_.interpolated() - interpolated;
     out_.breakdown.interpolated_mixed_steps += costs_.interpolated_mixed() - mixed;
+    if (apart) {
+      lowering_for(batch, true).lower(batch, timeline_program_);
+      const StepTiming whole = ex_.run(timeline_program_, &events);
+      const double r = whole.makespan > 0 ? timing.makespan / whole.makespan : 1.0;
+      for (auto& ev : events) {
+        ev.start *= r;
+        ev.duration *= r;
+      }
+    }
     if (opt_.transform_timing) {
       StepTiming tt = opt_.transform_timing(timing);
       double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;
@@ -726,6 +739,7 @@ class ReplicaSim {
   StepTiming last_timing_;     // the timing of the last step run normally, as the loop used it
   StepProgram program_;  // reused step after step
   StepProgram attention_program_;  // attention_cost()'s, reused
+  StepProgram timeline_program_;   // a recorded step lowered whole, for its events
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
 };
 

@@ -97,8 +97,10 @@ struct ServingOptions {
   double slo_ttft = 2.0;           // seconds
   double slo_tpot = 0.2;           // seconds
   // Timeline of replica 0: record `timeline_steps` steps (0 = none), from step `timeline_from`
-  // (0-based), or from its first decode-only step when `timeline_from_decode`. Recorded steps are
-  // executed whole (never memoised or folded) and carry a TimelineStep marker.
+  // (0-based), or from its first decode-only step when `timeline_from_decode`. A recorded step is
+  // timed as it would be without a timeline (the timeline changes no figure); its events are those
+  // of the step lowered whole (every layer) and run apart, scaled to that timing; each carries a
+  // TimelineStep marker.
   int timeline_steps = 0;
   long timeline_from = 0;
   bool timeline_from_decode = false;

@@ -104,16 +104,13 @@ ShapeKey StepCosts::key(const double* sums, const double* maxs, int emits) const
           bucket(maxs[1], b_), bucket(maxs[2], b_), bucket(emits, b_), cost_class_};
 }
 
-StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute, bool fresh) {
+StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute) {
   const Shape s = shape_of(batch);
   if (!memoises()) return execute();
   last_key_ = key(s.sums, s.maxs, s.emits);
   const ShapeKey k = last_key_;
-  if (!fresh) {
-    auto hit = cache_.by_shape.find(k);
-    if (hit != cache_.by_shape.end()) return hit->second;
-  }
-  if (interpolate_mixed_ && !fresh && s.sums[1] > 0) return mixed(batch, k, execute);
+  if (auto hit = cache_.by_shape.find(k); hit != cache_.by_shape.end()) return hit->second;
+  if (interpolate_mixed_ && s.sums[1] > 0) return mixed(batch, k, execute);
   CostFamily* family = nullptr;
   FamilyKey fkey{};
   if (interpolate_ && s.decode_only()) {
@@ -121,10 +118,10 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
     family = &cache_.families[fkey];
   }
   StepTiming t;
-  if (family != nullptr && !fresh && family->count >= kMinAnchors) {
+  if (family != nullptr && family->count >= kMinAnchors) {
     t = with_attention(family->mean, family->attention, attention_(batch));
     ++interpolated_;
-  } else if (family != nullptr && !fresh && from_neighbours(fkey, s.sums[0], batch, t)) {
+  } else if (family != nullptr && from_neighbours(fkey, s.sums[0], batch, t)) {
     ++interpolated_;
   } else {
     t = execute();

@@ -66,9 +66,8 @@ class StepCosts {
   StepCosts(int buckets_per_octave, bool interpolate, bool interpolate_mixed, int cost_class, StepCache& cache,
             AttentionEstimator attention = {});
 
-  // The timing of `batch`: memoised, interpolated or `execute()`d. `fresh` executes regardless
-  // (timeline steps) but still records the result.
-  StepTiming timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute, bool fresh = false);
+  // The timing of `batch`: memoised, interpolated or `execute()`d.
+  StepTiming timing(const ReplicaBatch& batch, const std::function<StepTiming()>& execute);
 
   // Whether steps are memoised at all (buckets_per_octave > 0).
   bool memoises() const { return b_ > 0; }
