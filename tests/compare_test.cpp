@@ -182,6 +182,23 @@ TEST_CASE("GPU time per generated token: its parts add up to GPUs × run time / 
   CHECK(usd_per_mtok(o) == doctest::Approx(3.6 * 8 / (1000 * 3600.0) * 1e6));
 }
 
+TEST_CASE("shardsim compare: a searched plan is shown with the capacity it was chosen by, first in why they differ" * doctest::test_suite("heavy")) {
+  // Issue 39: the table's tok/s is a drain of the requests given, by which a searched plan (chosen
+  // by its capacity under the SLO) can look worse than the rule plan it beats at load.
+  const std::string args = "compare --model mixtral-8x7b --cluster dgx-h100:1 --plan megatron --plan search:4:random "
+                           "--trace synthetic:n=300,seed=3 --fidelity analytic";
+  const auto r = test::run_cli(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("max rate req/s") != std::string::npos);
+  CHECK(r.out.find("Measured without --max-rate because a plan was searched") != std::string::npos);
+  CHECK(r.out.find("against #1: max rate ") != std::string::npos);
+  const auto plain = test::run_cli("compare --model mixtral-8x7b --cluster dgx-h100:1 --plan megatron --plan tp=4,dp=2 "
+                                   "--trace synthetic:n=300,seed=3 --fidelity analytic");
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.out.find("max rate") == std::string::npos);  // no search, no --max-rate: the drain only
+}
+
 TEST_CASE("shardsim compare: the table, the files, identical results on any thread count, and why 2:1 cannot matter") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("shardsim_compare_" + std::to_string(::getpid()));

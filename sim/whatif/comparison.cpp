@@ -141,6 +141,9 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
     o << "\nmax rate: the plan's capacity under " << ctx.goal << " — the highest Poisson rate whose replay of the whole "
          "trace meets it, at most the rate the plan sustains (a backlog run extended until it converges), whatever "
          "--requests says.\n";
+  if (rated && ctx.goal_for_search)
+    o << "(Measured without --max-rate because a plan was searched: `search:B` chooses by this capacity, so it is "
+         "the column its plan is best in; the tok/s columns are the run of the requests above.)\n";
   return o.str();
 }
 
@@ -173,7 +176,11 @@ void explain_fabric(std::ostream& o, const ScenarioOutcome& a, const ScenarioOut
 // most, link classes whose traffic or load changed, contention, bubbles.
 void explain(std::ostream& o, const ScenarioOutcome& a, const ScenarioOutcome& b, std::size_t ia, std::size_t ib) {
   const GpuTime ta = gpu_time(a), tb = gpu_time(b);
-  o << "**#" << ib + 1 << " " << b.scenario.label << "** against #" << ia + 1 << ": tok/s per GPU "
+  o << "**#" << ib + 1 << " " << b.scenario.label << "** against #" << ia + 1 << ": ";
+  if (a.max_rate >= 0 && b.max_rate >= 0)  // what each sustains within the SLO comes first: it is the capacity
+    o << "max rate " << readable(a.max_rate, 3) << " → " << readable(b.max_rate, 3) << " req/s"
+      << (a.max_rate > 0 ? " (" + change(a.max_rate, b.max_rate) + ")" : "") << "; over the run above, ";
+  o << "tok/s per GPU "
     << readable(tok_s_per_gpu(a), 4) << " → " << readable(tok_s_per_gpu(b), 4) << " (" << change(tok_s_per_gpu(a), tok_s_per_gpu(b))
     << "), TPOT p50 " << readable(a.metrics.tpot_ms.p50, 3) << " → " << readable(b.metrics.tpot_ms.p50, 3) << " ms ("
     << change(a.metrics.tpot_ms.p50, b.metrics.tpot_ms.p50) << ")";

@@ -72,6 +72,7 @@ std::vector<bool> pareto_frontier(const std::vector<ScenarioOutcome>& outcomes);
 struct CompareContext {
   std::string title;                   // "deepseek-v3 … 300 Azure requests, analytic fidelity"
   std::string goal;                    // the SLO goal of the max-rate column ("" = no column)
+  bool goal_for_search = false;        // the column is there because searched plans were chosen by it
   // The scenario "why they differ" compares every other one against; −1: each scenario against
   // its reference (reference_of).
   int baseline = -1;

@@ -134,6 +134,12 @@ json inputs_json(const CompareOptions& opt) {
 void run(CompareOptions& opt, CLI::App* cmd) {
   std::vector<Scenario> scenarios = scenarios_from(opt, cmd);
   check_options(opt, scenarios.size());
+  // A searched plan is chosen by its capacity under the SLO: the table shows that capacity for
+  // every row, so that the plan search crowned is compared on what it was crowned for.
+  const bool searched = std::any_of(scenarios.begin(), scenarios.end(),
+                                    [](const Scenario& sc) { return sc.plan.rfind("search:", 0) == 0; });
+  const bool implied_rate = searched && !opt.settings.max_rate;
+  if (implied_rate) opt.settings.max_rate = true;
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
   opt.settings.threads = opt.threads > 0 ? opt.threads : default_workers();  // one per core
   std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
@@ -147,6 +153,7 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   ctx.title = title_of(outcomes, opt.settings);
   ctx.baseline = opt.baseline - 1;
   if (opt.settings.max_rate) ctx.goal = opt.settings.slo_goal.describe();
+  ctx.goal_for_search = implied_rate;
   std::string md = "# shardsim compare: " + ctx.title + "\n\n" + markdown_table(outcomes, ctx) + "\n";
   md += why_they_differ(outcomes, ctx);
   std::cout << md;
