@@ -2,7 +2,7 @@
 //
 // Owns:
 //  * Evaluator — the scorer interface: plan in, Score out, plus its declared thread-safety
-//    (STYLE.md §2): Constant = one instance may be called from many threads at once; None = the
+//    (docs/architecture.md, Conventions): Constant = one instance may be called from many threads at once; None = the
 //    driver calls it from one thread at a time. evaluate_detailed() adds the faults met on the
 //    way (EvalFaults: SimGrid samples that failed and fell back), which the search reports.
 //  * EvalCache — evaluations by canonical plan key, shared by every optimizer run of a search. A key

@@ -7,7 +7,7 @@
 //    must not look at clocks or thread counts (so results do not depend on them).
 //  * OptimizerParams — "name.key=value" settings from the command line; each optimizer reads its
 //    own keys with checked getters and the factory refuses keys nobody read.
-//  * BudgetedOptimizer — owns one optimizer (STYLE.md §1): it is the only place that caps asks at
+//  * BudgetedOptimizer — owns one optimizer (docs/architecture.md, Conventions: one owner per rule): it is the only place that caps asks at
 //    the remaining budget, checks proposed genomes are in range, canonicalises them, checks that
 //    tell() answers the last ask, counts evaluations and keeps the best-so-far curve.
 //  * make_optimizer / optimizer_names — the registry (optimizers/registry.cpp, one line each).

@@ -3,7 +3,7 @@
 //
 // Expected numbers are derived by hand in the comments (DGX H100: 8 GPUs per node, NVLink
 // 450 GB/s per direction, one 400 Gb/s = 50 GB/s NIC per GPU; leaves of a radix-64 tree use 32
-// ports down). No timing assertions here (see STYLE.md §8).
+// ports down). No timing assertions here (docs/architecture.md, Conventions: timings are benchmarks).
 #include <doctest/doctest.h>
 
 #include <unistd.h>

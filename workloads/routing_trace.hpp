@@ -14,7 +14,7 @@
 // Determinism: every answer is a pure function of (source, request, position, layer) — the same
 // inputs give the same experts in any order, from any thread, in any process.
 // Thread-safety: RoutingSource objects are immutable after construction; all methods are const
-// and may be called concurrently ("constant" in STYLE.md's terms). ExpertLoad is a plain
+// and may be called concurrently ("constant", docs/architecture.md, Conventions). ExpertLoad is a plain
 // accumulator for one thread.
 #pragma once
 

@@ -15,7 +15,7 @@
 // 1e-6); where they differ, last_contention() says which collective kinds took longer and which
 // link class was busiest. The same program gives bit-identical results whatever ran before it
 // (SimgridWorld::kClockOrigin). Units: seconds from the step's start, bytes, flops.
-// Thread-safety: "none" (STYLE.md §2) — one SimGrid Engine per process; run() must not be called
+// Thread-safety: "none" (docs/architecture.md, Conventions) — one SimGrid Engine per process; run() must not be called
 // concurrently or re-entered, by this or any other SimgridExecutor. Scores in worker processes.
 #pragma once
 

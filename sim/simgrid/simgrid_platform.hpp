@@ -26,7 +26,7 @@
 // differ from a fresh process's in the last bits (deterministic() says which).
 // Units: bytes, bytes/s per direction, seconds, flop/s.
 // Thread-safety: none. Everything here belongs to the one thread that drives SimGrid (the SimGrid
-// scorer lives in worker processes, STYLE.md §2); instance() must not race with itself.
+// scorer lives in worker processes, docs/architecture.md, Conventions); instance() must not race with itself.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // Owns: StepTiming (makespan, per-stage spans, the critical path's time by operation class,
 // communication busy and exposed per GPU, expert-load imbalance), TimelineEvent (for Chrome traces),
 // and StepExecutor, the one call the serving loop makes per step.
-// Thread-safety: executors declare it (STYLE.md §2): AnalyticExecutor is "constant" (one instance
+// Thread-safety: executors declare it (docs/architecture.md, Conventions): AnalyticExecutor is "constant" (one instance
 // shared by threads); the SimGrid executor is "none" and lives in worker processes.
 #pragma once
 
