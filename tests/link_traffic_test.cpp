@@ -123,3 +123,28 @@ TEST_CASE("link traffic: an all-to-all the executors route receive-side is count
   // would move the same bytes over node 0's NVLink instead.
   CHECK(t.bytes[kNv] == doctest::Approx(7 * 2 * 64e6));
 }
+
+TEST_CASE("link traffic: the route table holds the pairs a counter routed, grown as new GPUs come, with the same counts") {
+  // Issue 40, finding 12: a GPUs × GPUs table per counter was 17.9 GB at 65,536 GPUs. The table
+  // now indexes only the GPUs routed between, growing (16, 32, 64, …) as they come.
+  const Cluster c = load_cluster("dgx-h100:16");
+  auto shifted = [](StepProgram p, int by) {  // the same program on GPUs `by`…
+    for (int& g : p.rank_gpu) g += by;
+    return p;
+  };
+  const StepProgram small = one_collective(16, CollKind::AllToAll, 1e6);
+  const StepProgram wide = shifted(one_collective(64, CollKind::AllToAll, 1e6), 64);
+  LinkTrafficCounter fresh_small(c), fresh_wide(c), reused(c);
+  const LinkTraffic a = fresh_small.count(small), b = fresh_wide.count(wide);
+  const LinkTraffic a1 = reused.count(small);  // 16 GPUs: the first table
+  const LinkTraffic b1 = reused.count(wide);   // 64 more: grown twice, the first 16's routes moved
+  const LinkTraffic a2 = reused.count(small);  // the moved routes still give the same bytes
+  for (std::size_t k = 0; k < kNumLinkClasses; ++k) {
+    CAPTURE(k);
+    CHECK(a1.bytes[k] == a.bytes[k]);
+    CHECK(a2.bytes[k] == a.bytes[k]);
+    CHECK(b1.bytes[k] == b.bytes[k]);
+    CHECK(a2.busiest[k] == a.busiest[k]);
+  }
+  CHECK(a.bytes[kNic] > 0);  // the small program crosses nodes too: routes with NIC hops were moved
+}

@@ -10,10 +10,26 @@ namespace shardsim {
 LinkTrafficCounter::LinkTrafficCounter(const Cluster& cluster, const CollectiveModel& model)
     : c_(cluster), model_(model), load_(2 * static_cast<std::size_t>(cluster.num_links()), 0.0) {}
 
+int LinkTrafficCounter::local(int gpu) {
+  if (local_.empty()) local_.assign(static_cast<std::size_t>(c_.num_gpus()), -1);
+  std::int32_t& l = local_[static_cast<std::size_t>(gpu)];
+  if (l >= 0) return l;
+  l = seen_++;
+  if (seen_ > cap_) {  // the table of pairs doubles, its rows moved to their new stride
+    const int cap = std::max(16, 2 * cap_);
+    std::vector<std::int32_t> grown(static_cast<std::size_t>(cap) * static_cast<std::size_t>(cap), 0);
+    for (int i = 0; i < cap_; ++i)
+      std::copy_n(route_at_.begin() + static_cast<std::ptrdiff_t>(i) * cap_, cap_,
+                  grown.begin() + static_cast<std::ptrdiff_t>(i) * cap);
+    route_at_ = std::move(grown);
+    cap_ = cap;
+  }
+  return l;
+}
+
 std::pair<const int*, const int*> LinkTrafficCounter::hops(int src, int dst) {
-  const auto gpus = static_cast<std::size_t>(c_.num_gpus());
-  if (route_at_.empty()) route_at_.assign(gpus * gpus, 0);
-  std::int32_t& at = route_at_[static_cast<std::size_t>(src) * gpus + static_cast<std::size_t>(dst)];
+  const int ls = local(src), ld = local(dst);  // (both before the index: either may grow the table)
+  std::int32_t& at = route_at_[static_cast<std::size_t>(ls) * static_cast<std::size_t>(cap_) + static_cast<std::size_t>(ld)];
   if (at == 0) {
     const Route r = c_.route(src, dst);
     const std::vector<Vertex> v = c_.route_vertices(src, r);

@@ -13,7 +13,9 @@
 // cluster's shortest routes, per link direction; folded operations count `weight` times. The
 // figures explain where traffic goes (which class carries it, how busy its busiest link is); the
 // step's time still comes from the executors' collective models.
-// Thread-safety: one counter per thread (it caches routes, in a table of GPU pairs).
+// Thread-safety: one counter per thread (it caches routes, in a table of the pairs of the GPUs it
+// has routed between — a replica's, not the cluster's: its memory follows the traffic, not the
+// cluster's size).
 #pragma once
 
 #include <array>
@@ -49,7 +51,11 @@ class LinkTrafficCounter {
 
   const Cluster& c_;
   CollectiveModel model_;
-  std::vector<std::int32_t> route_at_;  // [src · gpus + dst]: offset in hops_ (+1; 0 = not yet routed)
+  // GPU → its index among the GPUs routed so far (−1: none yet); grows the pair table on a new one.
+  int local(int gpu);
+  std::vector<std::int32_t> local_;     // [gpu] (the cluster's GPUs, 4 bytes each)
+  int seen_ = 0, cap_ = 0;              // GPUs indexed; the table's row length (≥ seen_)
+  std::vector<std::int32_t> route_at_;  // [local src · cap_ + local dst]: offset in hops_ (+1; 0 = not yet routed)
   std::vector<int> hops_;               // link directions of the routes found, each route's preceded by its length
   std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
   std::vector<int> touched_;
