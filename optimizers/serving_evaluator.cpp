@@ -45,7 +45,7 @@ bool objective_sets_load(Objective o) { return o == Objective::Capacity || o == 
 
 ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
   if (!in_.model || !in_.cluster || !in_.trace) throw std::invalid_argument("ServingEvaluator: missing inputs");
-  if (in_.tier != "analytic" && !in_.runner) throw std::invalid_argument("ServingEvaluator: SimGrid tier without a runner");
+  if (in_.tier != Tier::Analytic && !in_.runner) throw std::invalid_argument("ServingEvaluator: SimGrid tier without a runner");
   if (!in_.serving.cost_classes) in_.serving.cost_classes = std::make_shared<CostClassMemo>();  // one layout, many plans
 }
 

@@ -64,7 +64,7 @@ struct EvaluatorInputs {
   const RequestTrace* population = nullptr; // Capacity, Saturated: drawn from; null = `trace`
   const RoutingSource* routing = nullptr;   // null for dense models
   ServingOptions serving;
-  std::string tier = "analytic";             // analytic | simgrid | full
+  Tier tier = Tier::Analytic;
   SimgridRunner* runner = nullptr;           // required unless tier = analytic
   int samples = 16;
   Objective objective = Objective::Capacity;

@@ -118,7 +118,7 @@ TEST_CASE("scenario file: axes, an explicit list with defaults, settings, and er
   CHECK(error_of(R"({"models": "m", "clusters": "c", "cluster": "d"})") == "x.json: /cluster: unknown key");
   CHECK(error_of(R"({"models": "m", "clusters": []})").find("x.json: /clusters: expected a string") == 0);
   CHECK(error_of(R"({"models": "m", "clusters": "c", "requests": 0})").find("x.json: /requests") == 0);
-  CHECK(error_of(R"({"models": "m", "clusters": "c", "fidelity": "full"})") == "x.json: /fidelity: expected analytic or simgrid");
+  CHECK(error_of(R"({"models": "m", "clusters": "c", "fidelity": "full"})") == "x.json: /fidelity: unknown tier (expected analytic or simgrid; full would take hours per scenario)");
   CHECK(error_of(R"({"models": ["a", "b"], "clusters": "c", "scenarios": [{"plan": "p"}]})").find("x.json: /models: holds several") == 0);
   CHECK(error_of(R"({"models": "m", "clusters": "c", "scenarios": [{"plan": "p", "pln": "q"}]})") ==
         "x.json: /scenarios/0/pln: unknown key");

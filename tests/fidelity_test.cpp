@@ -30,9 +30,9 @@ TEST_CASE("fidelity: sampled SimGrid agrees with analytic on one NVLink node") {
   auto routing = make_routing("synthetic:seed=2", m.routing_shape());
   ServingOptions o;
   FidelityReport ra, rs;
-  ServingResult a = serve_at_fidelity("analytic", p, m, c, "dgx-h100:1", t, routing.get(), o, nullptr, ra);
+  ServingResult a = serve_at_fidelity(Tier::Analytic, p, m, c, "dgx-h100:1", t, routing.get(), o, nullptr, ra);
   auto runner = make_in_process_runner();
-  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), rs, 8);
+  ServingResult s = serve_at_fidelity(Tier::Simgrid, p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), rs, 8);
   CHECK(ra.sampled_steps == 0);
   CHECK(rs.sampled_steps > 0);
   CHECK(rs.failed == 0);
@@ -54,7 +54,7 @@ TEST_CASE("fidelity: the full tier runs every step whole in SimGrid, never a fol
   ServingOptions o;  // the fast path by default: the full tier must override it
   FidelityReport r;
   auto runner = make_in_process_runner();
-  ServingResult s = serve_at_fidelity("full", p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), r);
+  ServingResult s = serve_at_fidelity(Tier::Full, p, m, c, "dgx-h100:1", t, routing.get(), o, runner.get(), r);
   CHECK(r.failed == 0);
   CHECK(r.sampled_steps == s.breakdown.steps);
   CHECK(s.breakdown.layers_lowered == m.layers);
@@ -75,7 +75,7 @@ TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a
   auto runner = make_pool_runner(pool);
   FidelityReport r;
   ServingOptions o;
-  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
+  ServingResult s = serve_at_fidelity(Tier::Simgrid, p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
   CHECK(r.failed == 0);
   CHECK(r.sampled_steps > 0);
   CHECK(pool.restarts() == 1);
@@ -94,7 +94,7 @@ TEST_CASE("fidelity: workers dying on every sample are counted and backed off; t
   auto runner = make_pool_runner(pool);
   FidelityReport r;
   ServingOptions o;
-  ServingResult s = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
+  ServingResult s = serve_at_fidelity(Tier::Simgrid, p, m, c, "dgx-h100:1", t, nullptr, o, runner.get(), r, 4);
   CHECK(r.sampled_steps > 0);
   CHECK(r.failed == r.sampled_steps);     // every sample failed, and the report says so
   CHECK(r.worker_restarts > 0);
@@ -148,9 +148,9 @@ TEST_CASE("fidelity: the simgrid tier charges contention to communication, not t
   ContendedRun w(30);
   auto& [m, spec, c, p, t, routing, o] = w;
   FidelityReport ra, rs;
-  ServingResult a = serve_at_fidelity("analytic", p, m, c, spec, t, routing.get(), o, nullptr, ra);
+  ServingResult a = serve_at_fidelity(Tier::Analytic, p, m, c, spec, t, routing.get(), o, nullptr, ra);
   auto runner = make_in_process_runner();
-  ServingResult s = serve_at_fidelity("simgrid", p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
+  ServingResult s = serve_at_fidelity(Tier::Simgrid, p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
   REQUIRE(rs.failed == 0);
   REQUIRE(rs.ratio_median > 1.001);
   double compute_a = 0, compute_s = 0, comm_a = 0, comm_s = 0;
@@ -172,7 +172,7 @@ TEST_CASE("fidelity: per-link loads of the SimGrid steps, every link direction l
   auto& [m, spec, c, p, t, routing, o] = w;
   FidelityReport rs;
   auto runner = make_in_process_runner();
-  serve_at_fidelity("simgrid", p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
+  serve_at_fidelity(Tier::Simgrid, p, m, c, spec, t, routing.get(), o, runner.get(), rs, 4);
   REQUIRE(rs.failed == 0);
   REQUIRE(!rs.links.empty());
   CHECK(rs.simgrid_seconds > 0);

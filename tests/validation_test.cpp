@@ -71,7 +71,7 @@ TEST_CASE("validation: the SimGrid column serves end-to-end rows at the simgrid 
   o.serve = [&runner](const Plan& plan, const ModelSpec& model, const Cluster& cluster, const std::string& spec,
                       const RequestTrace& trace, const RoutingSource* routing, const ServingOptions& so) {
     FidelityReport report;
-    ServingResult r = serve_at_fidelity("simgrid", plan, model, cluster, spec, trace, routing, so, runner.get(), report, 4);
+    ServingResult r = serve_at_fidelity(Tier::Simgrid, plan, model, cluster, spec, trace, routing, so, runner.get(), report, 4);
     CHECK(report.sampled_steps > 0);
     CHECK(report.failed == 0);
     return r;

@@ -257,7 +257,7 @@ void aggregate(const std::vector<SimgridStepResult>& results, FidelityReport& re
 
 // Each pool at `tier`; the KV transfers in SimGrid unless the tier is analytic. The report is the
 // decode pool's, with both pools' sampled steps, failures and restarts counted.
-ServingResult serve_disaggregated_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+ServingResult serve_disaggregated_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& model,
                                               const Cluster& cluster, const std::string& cluster_spec,
                                               const RequestTrace& trace, const RoutingSource* routing,
                                               const ServingOptions& options, SimgridRunner* runner, FidelityReport& report,
@@ -269,7 +269,7 @@ ServingResult serve_disaggregated_at_fidelity(const std::string& tier, const Pla
     return serve_at_fidelity(tier, p, model, cluster, cluster_spec, t, routing, o, runner, rep, samples);
   };
   const TransferTimer analytic = analytic_transfer_timer(cluster);
-  const bool simgrid = tier != "analytic" && runner != nullptr;
+  const bool simgrid = tier != Tier::Analytic && runner != nullptr;
   TransferTimer timer = analytic;
   FidelityReport own;  // the transfers' SimGrid run
   if (simgrid)
@@ -333,7 +333,7 @@ std::string simgrid_worker_handler(std::string_view request) {
   return w.take();
 }
 
-ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& model,
                                 const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
                                 const RoutingSource* routing, const ServingOptions& options, SimgridRunner* runner,
                                 FidelityReport& report, int samples) {
@@ -345,7 +345,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, whole, runner, report, samples);
   }
   AnalyticExecutor analytic(cluster);
-  if (tier == "analytic" || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
+  if (tier == Tier::Analytic || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
   class CountRestarts {  // on every way out
    public:
     CountRestarts(SimgridRunner& runner, FidelityReport& report) : runner_(runner), report_(report), before_(runner.restarts()) {}
@@ -357,7 +357,7 @@ ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const
     std::uint64_t before_;
   } count_restarts(*runner, report);
 
-  if (tier == "full") {
+  if (tier == Tier::Full) {
     std::vector<SimgridStepResult> results;
     RemoteExecutor remote(*runner, cluster_spec, analytic, report, results);
     ServingOptions o = options;

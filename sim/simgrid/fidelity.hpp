@@ -23,6 +23,7 @@
 
 #include "sim/step/executor.hpp"
 #include "sim/serving/serving.hpp"
+#include "sim/serving/tier.hpp"
 
 namespace shardsim {
 
@@ -59,7 +60,7 @@ std::unique_ptr<SimgridRunner> make_pool_runner(WorkerPool& pool);
 std::string simgrid_worker_handler(std::string_view request);
 
 struct FidelityReport {
-  std::string tier = "analytic";
+  Tier tier = Tier::Analytic;
   long sampled_steps = 0;          // steps executed in SimGrid
   long failed = 0;                 // SimGrid evaluations that failed (worker died, error)
   long worker_restarts = 0;        // worker processes restarted during this run
@@ -81,8 +82,8 @@ struct FidelityReport {
   std::vector<std::string> errors; // first few failure messages
 };
 
-// Serves `trace` at `tier` ("analytic" | "simgrid" | "full"). `runner` may be null for analytic.
-ServingResult serve_at_fidelity(const std::string& tier, const Plan& plan, const ModelSpec& model,
+// Serves `trace` at `tier`. `runner` may be null for the analytic tier (and then every tier is analytic).
+ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& model,
                                 const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
                                 const RoutingSource* routing, const ServingOptions& options, SimgridRunner* runner,
                                 FidelityReport& report, int samples = 16);

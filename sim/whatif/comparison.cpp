@@ -167,7 +167,7 @@ void explain_fabric(std::ostream& o, const ScenarioOutcome& a, const ScenarioOut
     o << "- carried nothing in either run: " << idle
       << ". Traffic that never reaches these links cannot be slowed by their bandwidth or oversubscription "
          "(docs/what-if.md, rail-optimised units).\n";
-  if (upper_traffic && (a.tier == "analytic" || b.tier == "analytic"))
+  if (upper_traffic && (a.tier == Tier::Analytic || b.tier == Tier::Analytic))
     o << "- traffic crosses the switch layers, but the analytic tier prices no contention: compare at --fidelity simgrid "
          "to see what sharing those links costs.\n";
 }
@@ -227,7 +227,7 @@ void explain(std::ostream& o, const ScenarioOutcome& a, const ScenarioOutcome& b
       << " busy.\n";
   }
   if (a.scenario.cluster != b.scenario.cluster && a.gpu == b.gpu) explain_fabric(o, a, b, ta, tb);
-  if (b.tier == "simgrid" || a.tier == "simgrid") {
+  if (b.tier == Tier::Simgrid || a.tier == Tier::Simgrid) {
     for (std::size_t k = 0; k < 5; ++k) {
       const double sa = a.slowdown[k], sb = b.slowdown[k];
       if ((a.slowdown_ops[k] > 0 || b.slowdown_ops[k] > 0) && std::fabs(sb - sa) > 0.05)
@@ -357,7 +357,7 @@ json compare_json(const std::vector<ScenarioOutcome>& v, const CompareContext& c
     const GpuTime t = gpu_time(s);
     e["plan"] = s.plan;
     e["plan_source"] = s.plan_source;
-    e["tier"] = s.tier;
+    e["tier"] = to_string(s.tier);
     e["output_tok_s"] = tok_s(s);
     e["steady_trusted"] = m.steady_trusted;
     e["tok_s_per_gpu"] = tok_s_per_gpu(s);

@@ -25,6 +25,7 @@
 
 #include "common/json_reader.hpp"
 #include "sim/serving/metrics.hpp"
+#include "sim/serving/tier.hpp"
 #include "sim/whatif/scenario.hpp"
 
 namespace shardsim {
@@ -43,7 +44,7 @@ struct ScenarioOutcome {
   std::array<int, kNumLinkClasses> links{};  // links of each class in the cluster
   double weights_gb = 0, static_gb = 0;  // per GPU (worst stage): weights; weights + activations + buffers
   double kv_capacity_tokens = 0;       // per attention group
-  std::string tier = "analytic";
+  Tier tier = Tier::Analytic;
   std::array<double, 5> slowdown{1, 1, 1, 1, 1};  // simgrid tier: per CollKind + sends, SimGrid / contention-free
   std::array<int, 5> slowdown_ops{};   // operations of each kind the sample held
   double max_rate = -1;                // req/s meeting the goal (< 0: not measured; 0: none meets)

@@ -8,6 +8,7 @@
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
+#include "sim/serving/tier.hpp"
 #include "workloads/request_trace.hpp"
 
 namespace shardsim {
@@ -143,8 +144,13 @@ void read_settings(JsonObject& o, ScenarioSettings& s) {
     else if (v.is_string()) *slot = v.get<std::string>();
     else o.fail(key, "expected a string");
   }
-  if (s.fidelity && *s.fidelity != "analytic" && *s.fidelity != "simgrid")
-    o.fail("fidelity", "expected analytic or simgrid");
+  if (s.fidelity) {
+    try {
+      parse_tier(*s.fidelity, {Tier::Analytic, Tier::Simgrid}, "", kNoFullTier);
+    } catch (const InputError& e) {
+      o.fail("fidelity", e.reason());
+    }
+  }
   if (o.has("requests")) s.requests = static_cast<int>(o.integer("requests", 1, 10'000'000));
   if (o.has("seed")) s.seed = static_cast<std::uint64_t>(o.integer("seed", 0, std::numeric_limits<std::int64_t>::max()));
   if (o.has("max_rate")) s.max_rate = o.boolean_or("max_rate", false);

@@ -57,7 +57,7 @@ static void bench_simgrid(WorkerPool& one, WorkerPool& two, const ModelSpec& m, 
     Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
     auto runner = make_pool_runner(pool);
     auto t0 = std::chrono::steady_clock::now();
-    r = serve_at_fidelity("simgrid", p, m, c, "dgx-h100:8", t, routing, ServingOptions{}, runner.get(), fr);
+    r = serve_at_fidelity(Tier::Simgrid, p, m, c, "dgx-h100:8", t, routing, ServingOptions{}, runner.get(), fr);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   std::vector<double> walls;

@@ -87,8 +87,7 @@ std::vector<Scenario> scenarios_from(CompareOptions& opt, CLI::App* cmd) {
 
 void check_options(CompareOptions& opt, std::size_t scenarios) {
   const std::string src = opt.settings.source == "command line" ? "--fidelity" : opt.settings.source + ": /fidelity";
-  if (opt.settings.fidelity != "analytic" && opt.settings.fidelity != "simgrid")
-    throw InputError(src, opt.settings.fidelity, "expected analytic or simgrid (full would take hours per scenario)");
+  opt.settings.tier = parse_tier(opt.settings.fidelity, {Tier::Analytic, Tier::Simgrid}, src, kNoFullTier);
   if (opt.baseline < 0 || static_cast<std::size_t>(opt.baseline) > scenarios)
     throw InputError("--baseline", std::to_string(opt.baseline),
                      "expected a scenario number from 1 to " + std::to_string(scenarios) + " (0: automatic)");
@@ -143,7 +142,7 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
   opt.settings.threads = opt.threads > 0 ? opt.threads : default_workers();  // one per core
   std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
-  if (opt.settings.fidelity != "analytic")
+  if (opt.settings.tier != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);

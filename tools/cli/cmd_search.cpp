@@ -317,8 +317,7 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 // ---- the study ---------------------------------------------------------------------------
 
 void check_options(const SearchOptions& opt) {
-  if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
-    throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
+  parse_tier(opt.fidelity, "--fidelity");
   const Objective objective = parse_objective(opt.objective, "--objective");
   if (objective_sets_load(objective) && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
     throw InputError("--objective", opt.objective,
@@ -430,8 +429,8 @@ void print_done(const SearchOptions& opt, const std::string& md, const SearchRep
 }
 
 EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
-                                 SimgridRunner* runner, const std::string& fidelity = "") {
-  return search_evaluator_inputs(opt.in, L, so, fidelity.empty() ? opt.fidelity : fidelity, opt.objective, opt.goal,
+                                 SimgridRunner* runner, std::optional<Tier> tier = std::nullopt) {
+  return search_evaluator_inputs(opt.in, L, so, tier ? *tier : parse_tier(opt.fidelity, "--fidelity"), opt.objective, opt.goal,
                                  opt.samples, runner, "--goal");
 }
 
@@ -454,7 +453,7 @@ std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs
            "its window holds 3 batch turnovers and its rate's 95% interval is within ±2%, " + drawn + ".\n";
   if (rep.best_known <= 0 || (o != Objective::Drain && o != Objective::DrainTpot)) return "";
   Metrics m;
-  ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, "analytic"))
+  ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, Tier::Analytic))
       .evaluate_reporting(space.decode(out.runs[rep.best_run].best.genes), &m);
   if (m.steady_trusted) return "";
   return "\nObjective note: in the best plan's run, " +
@@ -514,7 +513,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   check_options(opt);
   // The worker pool forks its zygote before any thread exists (TBB starts later).
   std::unique_ptr<WorkerPool> pool;
-  if (opt.fidelity != "analytic")
+  if (parse_tier(opt.fidelity, "--fidelity") != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
   // MPI after the pool's fork, before any thread.
   std::unique_ptr<MpiSession> mpi;

@@ -238,8 +238,8 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     o << "EPLB           " << r.experts.redundant << " redundant expert slots (" << (L.model.experts + r.experts.redundant) / d.ep
       << " per EP rank): measured EP-rank load max/mean " << f("%.2f", r.experts.before) << " → " << f("%.2f", r.experts.after)
       << " (a held-out " << r.experts.sample_tokens << "-token sample, mean over MoE layers)\n";
-  if (fr.tier != "analytic") {
-    o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == "simgrid" ? " (stratified sample, representative layers)" : "")
+  if (fr.tier != Tier::Analytic) {
+    o << "contention     " << fr.sampled_steps << " steps simulated in SimGrid" << (fr.tier == Tier::Simgrid ? " (stratified sample, representative layers)" : "")
       << ", " << fr.failed << " failed" << (fr.failed > 0 ? " (their strata use the nearest successful sample)" : "")
       << ", " << fr.worker_restarts << " worker restarts; step time SimGrid/analytic median " << f("%.3f", fr.ratio_median) << " ("
       << f("%.3f", fr.ratio_min) << f("–%.3f)\n", fr.ratio_max);
@@ -258,7 +258,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
 
 // The plan's capacity measures (sim/serving/capacity.hpp) at the run's tier: what it sustains,
 // whatever --requests says; printed with how each was measured, and added to the JSON.
-json report_capacity(const SimulateOptions& opt, const LoadedInputs& L, const Plan& plan, SimgridRunner* runner) {
+json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& L, const Plan& plan, SimgridRunner* runner) {
   EvaluatorInputs ei;
   ei.model = &L.model;
   ei.cluster = L.cluster.get();
@@ -267,7 +267,7 @@ json report_capacity(const SimulateOptions& opt, const LoadedInputs& L, const Pl
   ei.population = &L.population;
   ei.routing = L.routing.get();
   ei.serving = L.serving;
-  ei.tier = opt.fidelity;
+  ei.tier = tier;
   ei.runner = runner;
   ei.samples = opt.samples;
   ei.goal = parse_slo_goal(opt.goal, L.serving.slo_ttft, L.serving.slo_tpot, "--goal");
@@ -304,12 +304,11 @@ json report_capacity(const SimulateOptions& opt, const LoadedInputs& L, const Pl
 
 void run(const SimulateOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "full")
-    throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or full)");
+  const Tier tier = parse_tier(opt.fidelity, "--fidelity");
   // Output paths are refused before any work, not after it.
   for (const std::string& path : {opt.json_out, opt.timeline_out, opt.csv_out, opt.links_out})
     if (!path.empty()) check_output_path(path);
-  if (!opt.links_out.empty() && opt.fidelity == "analytic")
+  if (!opt.links_out.empty() && tier == Tier::Analytic)
     throw InputError("--links", opt.links_out,
                      "per-link loads come from the steps SimGrid runs: use --fidelity simgrid or full (the analytic "
                      "tier's per-class traffic is in the report's \"links\" section)");
@@ -323,7 +322,7 @@ void run(const SimulateOptions& opt) {
   }
   // The worker pool forks its zygote before anything else runs (no threads exist yet).
   std::unique_ptr<WorkerPool> pool;
-  if (opt.fidelity != "analytic")
+  if (tier != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);
@@ -335,13 +334,13 @@ void run(const SimulateOptions& opt) {
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   FidelityReport fr;
-  ServingResult r = serve_at_fidelity(opt.fidelity, plan, L.model, *L.cluster, opt.in.cluster, L.trace, L.routing.get(), so,
+  ServingResult r = serve_at_fidelity(tier, plan, L.model, *L.cluster, opt.in.cluster, L.trace, L.routing.get(), so,
                                       runner.get(), fr, opt.samples);
   Metrics m = summarize(r, so, L.cluster->num_gpus());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_report(opt.in, L, plan, r, m, opt.fidelity, fr);
   json capacity;
-  if (opt.capacity) capacity = report_capacity(opt, L, plan, runner.get());
+  if (opt.capacity) capacity = report_capacity(opt, tier, L, plan, runner.get());
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
                opt.in.requests, opt.in.offline, opt.in.seed, load_to_json(opt.in)};
   // All the requested files or none (a full disk once left --json written and --timeline not).

@@ -81,7 +81,7 @@ struct Scorer {
     if (closed) so.concurrency = static_cast<int>(load);
     const RequestTrace t = closed ? L.trace : trace_at_rate(opt.in, L.trace, load);
     FidelityReport fr;
-    ServingResult r = serve_at_fidelity(opt.fidelity, plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
+    ServingResult r = serve_at_fidelity(parse_tier(opt.fidelity, "--fidelity"), plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
                                         runner, fr, opt.samples);
     return summarize(r, so, L.cluster->num_gpus());
   }
@@ -94,7 +94,7 @@ struct Scorer {
 SaturatedThroughput sustainable(const Scorer& s) {
   const CapacityServe serve = [&](const RequestTrace& t, const ServingOptions& o, Metrics& m) {
     FidelityReport fr;
-    ServingResult r = serve_at_fidelity("analytic", s.plan, s.L.model, *s.L.cluster, s.opt.in.cluster, t, s.L.routing.get(), o,
+    ServingResult r = serve_at_fidelity(Tier::Analytic, s.plan, s.L.model, *s.L.cluster, s.opt.in.cluster, t, s.L.routing.get(), o,
                                         nullptr, fr);
     m = summarize(r, o, s.L.cluster->num_gpus());
     return r;
@@ -210,15 +210,14 @@ bool write_outputs(const SweepOptions& opt, const json& j, const std::vector<Loa
 void check_options(const SweepOptions& opt) {
   if (!opt.rates.empty() && !opt.clients.empty())
     throw InputError("--rates", opt.rates, "give either --rates (open loop) or --clients (closed loop), not both");
-  if (opt.fidelity != "analytic" && opt.fidelity != "simgrid")
-    throw InputError("--fidelity", opt.fidelity, "expected analytic or simgrid (full would take hours per point)");
+  parse_tier(opt.fidelity, {Tier::Analytic, Tier::Simgrid}, "--fidelity", "full would take hours per point");
 }
 
 void run(const SweepOptions& opt) {
   check_options(opt);
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
   std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
-  if (opt.fidelity != "analytic")
+  if (parse_tier(opt.fidelity, "--fidelity") != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);

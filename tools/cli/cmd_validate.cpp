@@ -105,7 +105,7 @@ void run(const Options& opt) {
                                                 const std::string& spec, const RequestTrace& trace,
                                                 const RoutingSource* routing, const ServingOptions& o) {
       FidelityReport report;
-      return serve_at_fidelity("simgrid", plan, model, cluster, spec, trace, routing, o, runner.get(), report, samples);
+      return serve_at_fidelity(Tier::Simgrid, plan, model, cluster, spec, trace, routing, o, runner.get(), report, samples);
     };
     cols.push_back(run_validation([](const Cluster& c) { return std::make_unique<SimgridExecutor>(c); }, so));
   }

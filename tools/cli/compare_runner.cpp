@@ -143,7 +143,7 @@ EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, Si
   ei.population = &p.in->population;
   ei.routing = p.in->routing.get();
   ei.serving = serving_of(p, false);
-  ei.tier = s.fidelity;
+  ei.tier = s.tier;
   ei.runner = runner;
   ei.samples = s.samples;
   ei.objective = objective;
@@ -232,7 +232,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   const ServingOptions so = serving_of(p, true);
   const RequestTrace trace = trace_of(p, s);
   FidelityReport fr;
-  const ServingResult r = serve_at_fidelity(s.fidelity, p.plan, p.in->model, *p.in->cluster, p.cluster_spec, trace,
+  const ServingResult r = serve_at_fidelity(s.tier, p.plan, p.in->model, *p.in->cluster, p.cluster_spec, trace,
                                             p.in->routing.get(), so, runner, fr, s.samples);
   o.metrics = summarize(r, so, o.gpus);
   o.breakdown = r.breakdown;

@@ -41,7 +41,8 @@ struct CompareSettings {
   std::string arrivals = "poisson";     // rate loads
   int requests = 300;
   std::uint64_t seed = 1;
-  std::string fidelity = "analytic";    // analytic | simgrid
+  std::string fidelity = "analytic";    // analytic | simgrid, as given (the command line or a scenario file)
+  Tier tier = Tier::Analytic;           // `fidelity`, read (cmd_compare.cpp)
   int samples = 16;                     // simgrid tier: steps sampled per scenario
   bool exact = false;
   bool max_rate = false;                // measure the highest rate meeting `goal`

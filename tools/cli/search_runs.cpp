@@ -46,7 +46,7 @@ bool search_replays_offline(const SimInputs& in, const std::string& objective, b
 }
 
 EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
-                                        const std::string& fidelity, const std::string& objective, const std::string& goal,
+                                        Tier tier, const std::string& objective, const std::string& goal,
                                         int samples, SimgridRunner* runner, const std::string& goal_source) {
   EvaluatorInputs ei;
   ei.model = &L.model;
@@ -55,7 +55,7 @@ EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs&
   ei.trace = &L.trace;
   ei.routing = L.routing.get();
   ei.serving = so;
-  ei.tier = fidelity;
+  ei.tier = tier;
   ei.runner = runner;
   ei.samples = samples;
   ei.population = &L.population;

@@ -35,7 +35,7 @@ bool search_replays_offline(const SimInputs& in, const std::string& objective, b
 // `so`: the tier, objective ("throughput" | "goodput" | "throughput-tpot" | "max-rate"), goal
 // (parsed with InputError source `goal_source`) and SimGrid samples. `runner` may be null at the analytic tier.
 EvaluatorInputs search_evaluator_inputs(const SimInputs& in, const LoadedInputs& L, const ServingOptions& so,
-                                        const std::string& fidelity, const std::string& objective, const std::string& goal,
+                                        Tier tier, const std::string& objective, const std::string& goal,
                                         int samples, SimgridRunner* runner, const std::string& goal_source);
 
 // One run per seed of each optimizer; megatron and exhaustive (deterministic) run once, with the

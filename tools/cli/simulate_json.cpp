@@ -17,7 +17,7 @@ json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingRe
   json sl = json::object();
   for (int k = 0; k < 5; ++k)
     if (fr.ops[static_cast<std::size_t>(k)] > 0) sl[collective_kind_name(k)] = fr.slowdown[static_cast<std::size_t>(k)];
-  j["fidelity"] = {{"tier", fr.tier},
+  j["fidelity"] = {{"tier", to_string(fr.tier)},
                    {"simgrid_steps", fr.sampled_steps},
                    {"failed_evaluations", fr.failed},
                    {"worker_restarts", fr.worker_restarts},
@@ -25,7 +25,7 @@ json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingRe
                    {"collective_slowdown", sl},
                    {"most_loaded_link_class",
                     fr.most_loaded_class >= 0 ? to_string(static_cast<LinkClass>(fr.most_loaded_class)) : ""}};
-  j["provenance"]["fidelity"] = fr.tier;
+  j["provenance"]["fidelity"] = to_string(fr.tier);
   j["provenance"]["simgrid_steps"] = fr.sampled_steps;
   return j;
 }
