@@ -16,16 +16,7 @@ namespace {
 
 void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.step_time += b.step_time;
-  for (std::size_t i = 0; i < a.critical.size(); ++i) {
-    a.critical[i] += b.critical[i];
-    a.busy[i] += b.busy[i];
-  }
-  for (std::size_t i = 0; i < a.coll_by_kind.size(); ++i) a.coll_by_kind[i] += b.coll_by_kind[i];
-  a.idle_on_path += b.idle_on_path;
-  a.comm_busy += b.comm_busy;
-  a.comm_exposed += b.comm_exposed;
-  a.expert_time += b.expert_time;
-  a.expert_imbalance += b.expert_imbalance;
+  for_each_sum(a, b, [](double& x, double y) { x += y; });
   a.pipeline_bubble += b.pipeline_bubble;
   a.pipeline_span += b.pipeline_span;
   a.steps += b.steps;
@@ -36,10 +27,6 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.forwarded_steps += b.forwarded_steps;
   a.interpolated_steps += b.interpolated_steps;
   a.interpolated_mixed_steps += b.interpolated_mixed_steps;
-  for (std::size_t i = 0; i < a.link_bytes.size(); ++i) {
-    a.link_bytes[i] += b.link_bytes[i];
-    a.link_busiest[i] += b.link_busiest[i];
-  }
   a.link_traffic = a.link_traffic || b.link_traffic;
   a.layers_lowered = std::max(a.layers_lowered, b.layers_lowered);
   a.large_layers_lowered = std::max(a.large_layers_lowered, b.large_layers_lowered);

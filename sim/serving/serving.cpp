@@ -60,20 +60,7 @@ struct ReplicaLoad {
 // Adds one replica step's timing to the run's sums (scopes: ServingBreakdown).
 void accumulate(ServingBreakdown& b, const StepTiming& t) {
   b.step_time += t.makespan;
-  for (int i = 0; i < kNumOpClasses; ++i) {
-    b.critical[static_cast<std::size_t>(i)] += t.critical[static_cast<std::size_t>(i)];
-    b.busy[static_cast<std::size_t>(i)] += t.busy[static_cast<std::size_t>(i)];
-  }
-  for (std::size_t i = 0; i < 4; ++i) b.coll_by_kind[i] += t.coll_by_kind[i];
-  b.idle_on_path += t.idle_on_path;
-  b.comm_busy += t.comm_busy;
-  b.comm_exposed += t.comm_exposed;
-  b.expert_time += t.expert_time;
-  b.expert_imbalance += t.expert_imbalance;
-  for (std::size_t i = 0; i < b.link_bytes.size(); ++i) {
-    b.link_bytes[i] += t.link_bytes[i];
-    b.link_busiest[i] += t.link_busiest[i];
-  }
+  for_each_sum(b, t, [](double& x, double y) { x += y; });
   b.steps += 1;
 }
 

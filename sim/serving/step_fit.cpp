@@ -35,20 +35,10 @@ StepTiming weighted(const std::vector<std::pair<const StepTiming*, double>>& par
   t.makespan = sum([](const StepTiming& p) { return p.makespan; });
   for (std::size_t i = 0; i < t.stage_time.size(); ++i)
     t.stage_time[i] = sum([i](const StepTiming& p) { return i < p.stage_time.size() ? p.stage_time[i] : 0.0; });
-  for (std::size_t i = 0; i < t.critical.size(); ++i) {
-    t.critical[i] = sum([i](const StepTiming& p) { return p.critical[i]; });
-    t.busy[i] = sum([i](const StepTiming& p) { return p.busy[i]; });
-  }
-  for (std::size_t i = 0; i < t.coll_by_kind.size(); ++i) t.coll_by_kind[i] = sum([i](const StepTiming& p) { return p.coll_by_kind[i]; });
-  t.comm_busy = sum([](const StepTiming& p) { return p.comm_busy; });
-  t.comm_exposed = sum([](const StepTiming& p) { return p.comm_exposed; });
-  t.expert_imbalance = sum([](const StepTiming& p) { return p.expert_imbalance; });
-  t.expert_time = sum([](const StepTiming& p) { return p.expert_time; });
-  t.idle_on_path = sum([](const StepTiming& p) { return p.idle_on_path; });
-  for (std::size_t i = 0; i < t.link_bytes.size(); ++i) {
-    t.link_bytes[i] = sum([i](const StepTiming& p) { return p.link_bytes[i]; });
-    t.link_busiest[i] = sum([i](const StepTiming& p) { return p.link_busiest[i]; });
-  }
+  // Every other sum, part by part in the same order: Σ w · x, at least 0.
+  for_each_sum(t, t, [](double& x, double) { x = 0; });
+  for (const auto& [p, w] : parts) for_each_sum(t, *p, [w = w](double& x, double y) { x += w * y; });
+  for_each_sum(t, t, [](double& x, double) { x = std::max(0.0, x); });
   return t;
 }
 

@@ -54,6 +54,28 @@ struct StepTiming {
   std::array<double, kNumLinkClasses> link_busiest{};
 };
 
+// Calls f(a.x, b.x) for each quantity x that adds up over steps — everything in StepTiming but
+// makespan (a run's sums call it step_time), stage_time and kernels — of two timings, or of a
+// run's sums (ServingBreakdown) and a timing: the one list of what a step adds to a run. Each
+// field is visited once, arrays element by element.
+template <class A, class B, class F>
+void for_each_sum(A& a, B& b, F&& f) {
+  for (std::size_t i = 0; i < a.critical.size(); ++i) {
+    f(a.critical[i], b.critical[i]);
+    f(a.busy[i], b.busy[i]);
+  }
+  for (std::size_t i = 0; i < a.coll_by_kind.size(); ++i) f(a.coll_by_kind[i], b.coll_by_kind[i]);
+  f(a.comm_busy, b.comm_busy);
+  f(a.comm_exposed, b.comm_exposed);
+  f(a.expert_imbalance, b.expert_imbalance);
+  f(a.expert_time, b.expert_time);
+  f(a.idle_on_path, b.idle_on_path);
+  for (std::size_t i = 0; i < a.link_bytes.size(); ++i) {
+    f(a.link_bytes[i], b.link_bytes[i]);
+    f(a.link_busiest[i], b.link_busiest[i]);
+  }
+}
+
 class StepExecutor {
  public:
   virtual ~StepExecutor() = default;
