@@ -186,6 +186,22 @@ TEST_CASE("plan: memory model weights match a hand count for llama3-70b TP8") {
   CHECK(r.fits);
 }
 
+TEST_CASE("plan: an attention-DP rank holds the FP32 logits of its own sequences only") {
+  // Issue 42, defect 2: the whole engine's logits were charged to every attention-DP GPU (17.5 GB
+  // per GPU at 33,792 sequences). The last stage's extra activations are the logits.
+  const ModelSpec m = load_model("mixtral-8x7b");
+  const Cluster c = load_cluster("dgx-h100:2");
+  auto logits = [&](const std::string& text) {
+    const MemoryReport r = plan_memory(plan_from_string(text, 16, plan_defaults(m)), m, c);
+    REQUIRE(r.stages.size() == 2);
+    return r.stages[1].activations - r.stages[0].activations;
+  };
+  const double one = logits("tp=1,pp=2,dp=8,max_seqs=1024,max_batch_tokens=16384");
+  const double eight = logits("tp=1,attn_dp=8,ep=8,pp=2,max_seqs=1024,max_batch_tokens=16384");
+  REQUIRE(one > 0);
+  CHECK(eight == doctest::Approx(one / 8));  // 1,024 sequences, 128 per attention-DP rank
+}
+
 TEST_CASE("plan: the Megatron rule uses TP inside the node and PP only for memory") {
   ModelSpec llama = load_model("llama3-70b");
   Plan p = megatron_plan(llama, load_cluster("dgx-h100:2"));

@@ -97,7 +97,9 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
                                         std::max(d.tp, 1)
                               : 0;
   double layer_act = std::max({attn_act, dense_act, moe_act}) * ab;
-  double logits = std::min<double>(tokens, static_cast<double>(plan.engine.max_seqs)) * m.vocab /
+  // FP32 logits of the sequences one GPU samples for: an attention-DP rank samples only its own
+  // (its share of the tokens and of the sequences), as SGLang's and TensorRT-LLM's DP attention do.
+  double logits = std::min<double>(t_attn, static_cast<double>(seqs_per_group(plan.engine, d.attn_dp))) * m.vocab /
                   (plan.shard(Op::LmHead) == Shard::Replicate ? 1 : std::max(d.tp, 1)) * 4.0;
   bool any_group = d.tp > 1 || d.pp > 1 || d.ep > 1 || d.attn_dp > 1;
   double ep_buffers = (m.is_moe() && d.ep > 1) ? 2.0 * 2.0 * tokens * m.top_k / d.ep * h * ab : 0;
