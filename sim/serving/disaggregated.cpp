@@ -113,10 +113,12 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
     throw std::invalid_argument("serve_disaggregated: closed-loop clients (concurrency) are not supported");
   const Plan decode = plan.decode();
   const Plan prefill = prefill_pool(plan);
+  ServingOptions pools = options;
+  pools.slo_stop.reset();  // neither pool judges a request whole (ServingOptions::slo_stop)
 
   // 1. Prefill pool.
   const RequestTrace pre_trace = prefill_trace(trace);
-  ServingOptions pre_opt = options;
+  ServingOptions pre_opt = pools;
   pre_opt.timeline_steps = 0;
   pre_opt.decode_slots.clear();
   ServingResult pre = serve_pool(prefill, pre_trace, pre_opt);
@@ -137,7 +139,7 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
 
   // 3. Decode pool.
   RequestTrace dec_trace = trace;
-  ServingOptions dec_opt = options;
+  ServingOptions dec_opt = pools;
   dec_opt.decode_slots.assign(trace.requests.size(), DecodeSlot{});
   for (std::size_t k = 0; k < handoffs.size(); ++k) {
     const KvHandoff& h = handoffs[k];

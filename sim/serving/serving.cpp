@@ -874,9 +874,7 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
     auto pool = [&](const Plan& p, const RequestTrace& t, const ServingOptions& o) {
       return serve(p, model, cluster, t, routing, executor, o);
     };
-    ServingOptions whole = options;
-    whole.slo_stop.reset();  // no pool judges a request whole
-    return serve_disaggregated(plan, model, cluster, trace, whole, pool, analytic_transfer_timer(cluster));
+    return serve_disaggregated(plan, model, cluster, trace, options, pool, analytic_transfer_timer(cluster));
   }
   ServingResult out;
   out.memory = plan_memory(plan, model, cluster);

@@ -339,11 +339,8 @@ ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& mo
                                 FidelityReport& report, int samples) {
   report = FidelityReport{};
   report.tier = tier;
-  if (plan.disaggregated()) {
-    ServingOptions whole = options;
-    whole.slo_stop.reset();  // no pool judges a request whole (sim/serving/serving.hpp)
-    return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, whole, runner, report, samples);
-  }
+  if (plan.disaggregated())
+    return serve_disaggregated_at_fidelity(tier, plan, model, cluster, cluster_spec, trace, routing, options, runner, report, samples);
   AnalyticExecutor analytic(cluster);
   if (tier == Tier::Analytic || runner == nullptr) return serve(plan, model, cluster, trace, routing, analytic, options);
   class CountRestarts {  // on every way out
