@@ -20,9 +20,12 @@ bool SloGoal::met(const Metrics& m) const {
   if (kind == Kind::Attainment)  // a refused request misses both bounds
     return static_cast<double>(m.met_slo) >= value * static_cast<double>(m.requests) - 1e-9;
   if (m.completed < m.requests) return false;
-  auto pick = [&](const Percentiles& p) { return value >= 99 ? p.p99 : value >= 90 ? p.p90 : p.p50; };  // (stop_when_missed's q)
+  const double q = quantile();
+  auto pick = [&](const Percentiles& p) { return q == 0.99 ? p.p99 : q == 0.90 ? p.p90 : p.p50; };
   return pick(m.ttft_ms) <= ttft_s * 1e3 && pick(m.tpot_ms) <= tpot_s * 1e3;
 }
+
+double SloGoal::quantile() const { return value >= 99 ? 0.99 : value >= 90 ? 0.90 : 0.50; }
 
 SloStop SloGoal::stop_when_missed(const std::vector<Request>& requests, double late_from, const ServingOptions& o) const {
   SloStop st;
@@ -48,7 +51,7 @@ SloStop SloGoal::stop_when_missed(const std::vector<Request>& requests, double l
   // A nearest-rank percentile stays within its bound while fewer than n − index values exceed it.
   st.ttft_s = ttft_s;
   st.tpot_s = tpot_s;
-  const double q = value >= 99 ? 0.99 : value >= 90 ? 0.90 : 0.50;
+  const double q = quantile();
   for (int w = 0; w < 2; ++w)
     for (int k = 0; k < 2; ++k)
       if (n[w][k] > 0)
