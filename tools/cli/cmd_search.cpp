@@ -66,6 +66,7 @@ namespace {
 struct SearchOptions {
   SimInputs in;
   std::string fidelity = "simgrid";
+  Tier tier = Tier::Simgrid;  // `fidelity`, read by check_options
   std::string objective = "capacity";
   std::string goal = "p99";
   std::string optimizers = "megatron,random,ga,sa";
@@ -316,8 +317,8 @@ json journal_header(CLI::App* cmd, json inputs, const LoadedInputs& L, const Pla
 
 // ---- the study ---------------------------------------------------------------------------
 
-void check_options(const SearchOptions& opt) {
-  parse_tier(opt.fidelity, "--fidelity");
+void check_options(SearchOptions& opt) {
+  opt.tier = parse_tier(opt.fidelity, "--fidelity");
   const Objective objective = parse_objective(opt.objective, "--objective");
   if (objective_sets_load(objective) && (opt.in.rate > 0 || opt.in.concurrency > 0 || opt.in.offline))
     throw InputError("--objective", opt.objective,
@@ -430,7 +431,7 @@ void print_done(const SearchOptions& opt, const std::string& md, const SearchRep
 
 EvaluatorInputs evaluator_inputs(const SearchOptions& opt, const LoadedInputs& L, const ServingOptions& so,
                                  SimgridRunner* runner, std::optional<Tier> tier = std::nullopt) {
-  return search_evaluator_inputs(opt.in, L, so, tier ? *tier : parse_tier(opt.fidelity, "--fidelity"), opt.objective, opt.goal,
+  return search_evaluator_inputs(opt.in, L, so, tier ? *tier : opt.tier, opt.objective, opt.goal,
                                  opt.samples, runner, "--goal");
 }
 
@@ -513,7 +514,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   check_options(opt);
   // The worker pool forks its zygote before any thread exists (TBB starts later).
   std::unique_ptr<WorkerPool> pool;
-  if (parse_tier(opt.fidelity, "--fidelity") != Tier::Analytic)
+  if (opt.tier != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
   // MPI after the pool's fork, before any thread.
   std::unique_ptr<MpiSession> mpi;

@@ -74,6 +74,7 @@ struct Scorer {
   const Plan& plan;
   SimgridRunner* runner;
   bool closed;
+  Tier tier;
 
   Metrics operator()(double load) const {
     ServingOptions so = L.serving;
@@ -81,7 +82,7 @@ struct Scorer {
     if (closed) so.concurrency = static_cast<int>(load);
     const RequestTrace t = closed ? L.trace : trace_at_rate(opt.in, L.trace, load);
     FidelityReport fr;
-    ServingResult r = serve_at_fidelity(parse_tier(opt.fidelity, "--fidelity"), plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
+    ServingResult r = serve_at_fidelity(tier, plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
                                         runner, fr, opt.samples);
     return summarize(r, so, L.cluster->num_gpus());
   }
@@ -207,17 +208,18 @@ bool write_outputs(const SweepOptions& opt, const json& j, const std::vector<Loa
   return plotted;
 }
 
-void check_options(const SweepOptions& opt) {
+// Returns the tier --fidelity names.
+Tier check_options(const SweepOptions& opt) {
   if (!opt.rates.empty() && !opt.clients.empty())
     throw InputError("--rates", opt.rates, "give either --rates (open loop) or --clients (closed loop), not both");
-  parse_tier(opt.fidelity, {Tier::Analytic, Tier::Simgrid}, "--fidelity", "full would take hours per point");
+  return parse_tier(opt.fidelity, {Tier::Analytic, Tier::Simgrid}, "--fidelity", "full would take hours per point");
 }
 
 void run(const SweepOptions& opt) {
-  check_options(opt);
+  const Tier tier = check_options(opt);
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
   std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
-  if (parse_tier(opt.fidelity, "--fidelity") != Tier::Analytic)
+  if (tier != Tier::Analytic)
     pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);
@@ -225,7 +227,7 @@ void run(const SweepOptions& opt) {
   std::unique_ptr<SimgridRunner> runner;
   if (pool) runner = make_pool_runner(*pool);
   const bool closed = !opt.clients.empty();
-  const Scorer score{opt, L, plan, runner.get(), closed};
+  const Scorer score{opt, L, plan, runner.get(), closed, tier};
   const SaturatedThroughput sat = sustainable(score);
   const double capacity = sat.request_s;
   const std::vector<double> loads = sweep_loads_of(opt, plan, capacity, static_cast<int>(L.trace.requests.size()));

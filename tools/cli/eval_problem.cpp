@@ -90,6 +90,7 @@ ProblemOptions parse_problem_options(const json& options) {
       if (what.find("--" + it.key()) != std::string::npos) field = "/" + it.key();
     throw InputError(kSource, field, what);
   }
+  o.tier = parse_tier(o.fidelity, kSource + std::string(": /fidelity"));
   const Objective objective = parse_objective(o.objective, kSource + std::string(": /objective"));
   if (objective_sets_load(objective) && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
     throw InputError(kSource, "/objective",
@@ -99,7 +100,7 @@ ProblemOptions parse_problem_options(const json& options) {
 }
 
 EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_problem_options(options)) {
-  if (parse_tier(opt_.fidelity, "/fidelity") != Tier::Analytic && !pool)
+  if (opt_.tier != Tier::Analytic && !pool)
     throw InputError(kSource, "/fidelity", opt_.fidelity + " needs the SimGrid worker pool, which this process did not start");
   L_ = load_inputs(opt_.in);
   so_ = L_.serving;
@@ -110,7 +111,7 @@ EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_pro
   rules_ = portfolio_genes(*space_);
   if (pool) runner_ = make_pool_runner(*pool);
   const EvaluatorInputs ei =
-      search_evaluator_inputs(opt_.in, L_, so_, parse_tier(opt_.fidelity, "/fidelity"), opt_.objective, opt_.goal, opt_.samples, runner_.get(), "/goal");
+      search_evaluator_inputs(opt_.in, L_, so_, opt_.tier, opt_.objective, opt_.goal, opt_.samples, runner_.get(), "/goal");
   evaluator_ = std::make_unique<ServingEvaluator>(ei);
 }
 
@@ -316,7 +317,7 @@ json EvalProblem::simulate(const json& plan) const {
   ServingOptions so = so_;
   so.link_traffic = true;  // as `shardsim simulate`: the report's "links" section
   FidelityReport fr;
-  ServingResult r = serve_at_fidelity(parse_tier(opt_.fidelity, "/fidelity"), p.plan, L_.model, *L_.cluster, opt_.in.cluster, L_.trace, L_.routing.get(), so,
+  ServingResult r = serve_at_fidelity(opt_.tier, p.plan, L_.model, *L_.cluster, opt_.in.cluster, L_.trace, L_.routing.get(), so,
                                       runner_.get(), fr, opt_.samples);
   Metrics m = summarize(r, so, L_.cluster->num_gpus());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -42,6 +42,7 @@ namespace shardsim::cli {
 struct ProblemOptions {
   SimInputs in;
   std::string fidelity = "analytic";
+  Tier tier = Tier::Analytic;  // `fidelity`, read by parse_problem_options
   std::string objective = "capacity";
   std::string goal = "p99";
   std::string space = "all";
