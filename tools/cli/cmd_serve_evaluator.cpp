@@ -12,6 +12,7 @@
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/eval_problem.hpp"
 #include "tools/cli/eval_service.hpp"
 
 namespace shardsim::cli {
@@ -41,7 +42,7 @@ bool read_line(std::istream& in, std::string& line, bool& too_long) {
 void serve(int workers) {
   std::unique_ptr<WorkerPool> pool;
   if (workers > 0) pool = std::make_unique<WorkerPool>(workers, simgrid_worker_handler);
-  EvalService service(pool.get());
+  EvalService service(problem_opener(pool.get()));
   std::string line;
   bool too_long = false;
   while (!service.closed() && read_line(std::cin, line, too_long)) {

@@ -4,11 +4,14 @@
 #include <chrono>
 
 #include <CLI/CLI.hpp>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "common/input_error.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/eval_study.hpp"
 #include "tools/cli/option_checks.hpp"
 #include "tools/cli/search_runs.hpp"
 #include "tools/cli/simulate_json.hpp"
@@ -308,6 +311,24 @@ json EvalProblem::score_resolved(const ResolvedPlan& p, Evaluation* eval) const 
 
 json EvalProblem::score(const json& plan) const { return score_resolved(resolve(plan)); }
 
+std::vector<json> EvalProblem::score_many(const json& plans, int threads) const {
+  if (!plans.is_array()) throw InputError("request", "/plans", "expected an array of plans");
+  std::vector<json> out(plans.size());
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, plans.size(), [&](std::size_t i) {
+      try {
+        out[i] = score(plans[i]);
+      } catch (const InputError& e) {
+        out[i] = {{"error", {{"source", e.source()}, {"field", "/plans/" + std::to_string(i) + e.field()}, {"message", e.what()}}}};
+      }
+    });
+  });
+  return out;
+}
+
+std::unique_ptr<EvalStudyApi> EvalProblem::study(long budget) const { return std::make_unique<EvalStudy>(*this, budget); }
+
 json EvalProblem::simulate(const json& plan) const {
   const auto t0 = std::chrono::steady_clock::now();
   const ResolvedPlan p = resolve(plan);
@@ -326,6 +347,10 @@ json EvalProblem::simulate(const json& plan) const {
   RunInputs ri{in.model, in.cluster, p.text, L_.trace_spec, L_.routing ? L_.routing_spec : "", opt_.fidelity,
                in.requests, in.offline, in.seed, load_to_json(in)};
   return simulate_result_json(ri, p.plan, r, m, so, wall, fr);
+}
+
+ProblemOpener problem_opener(WorkerPool* pool) {
+  return [pool](const json& options) -> std::unique_ptr<EvalProblemApi> { return std::make_unique<EvalProblem>(options, pool); };
 }
 
 }  // namespace shardsim::cli

@@ -31,6 +31,7 @@
 #include "optimizers/megatron_portfolio.hpp"
 #include "optimizers/search_space.hpp"
 #include "optimizers/serving_evaluator.hpp"
+#include "tools/cli/eval_backend.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
 namespace shardsim {
@@ -66,11 +67,11 @@ struct ResolvedPlan {
   std::string key;       // canonical key, when in_space
 };
 
-class EvalProblem {
+class EvalProblem : public EvalProblemApi {
  public:
   // Loads everything (InputError for bad options or inputs). `pool` is needed unless the tier is analytic.
   EvalProblem(const json& options, WorkerPool* pool);
-  ~EvalProblem();
+  ~EvalProblem() override;
 
   const ProblemOptions& options() const { return opt_; }
   const SearchSpace& space() const { return *space_; }
@@ -80,7 +81,7 @@ class EvalProblem {
   const ServingOptions& serving() const { return so_; }
 
   // The problem: inputs, objective, decisions with their values, the Megatron rule plans.
-  json describe() const;
+  json describe() const override;
   // What results.json records as the study's inputs.
   json study_inputs() const;
 
@@ -89,11 +90,15 @@ class EvalProblem {
   ResolvedPlan resolve_plan(Plan plan, std::string text) const;
   // {"plan", "key", "feasible", "objective", "unit", "violation", "reason", "failed",
   //  "violations": [{field, reason}], "metrics": {...} (when it ran), "faults": {...}, "cached"}.
-  json score(const json& plan) const;
+  json score(const json& plan) const override;
+  // Scored in parallel on `threads` TBB threads (0 = all cores); each plan answers for itself.
+  std::vector<json> score_many(const json& plans, int threads) const override;
   // The score of a resolved in-space plan, also as the search's Evaluation.
   json score_resolved(const ResolvedPlan& p, Evaluation* eval = nullptr) const;
   // The result JSON `shardsim simulate --json` writes for this plan and the problem's options.
-  json simulate(const json& plan) const;
+  json simulate(const json& plan) const override;
+  // An EvalStudy of this problem (tools/cli/eval_study.hpp).
+  std::unique_ptr<EvalStudyApi> study(long budget) const override;
 
  private:
   struct Entry {
@@ -112,5 +117,8 @@ class EvalProblem {
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_future<Entry>> cache_;
 };
+
+// What EvalService opens problems with: EvalProblem on `pool` (null = analytic tier only).
+ProblemOpener problem_opener(WorkerPool* pool);
 
 }  // namespace shardsim::cli

@@ -1,12 +1,10 @@
-// tools/cli/eval_service.cpp — request dispatch, error replies, "plans" scored in parallel.
+// tools/cli/eval_service.cpp — the envelope, each operation's arguments, error replies.
 #include "tools/cli/eval_service.hpp"
 
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
+#include <mutex>
+#include <utility>
 
 #include "common/input_error.hpp"
-#include "tools/cli/eval_problem.hpp"
-#include "tools/cli/eval_study.hpp"
 
 namespace shardsim::cli {
 
@@ -41,15 +39,15 @@ long integer_of(const json& req, const char* key, long fallback, long lo, long h
 
 }  // namespace
 
-EvalService::EvalService(WorkerPool* pool) : pool_(pool) {}
+EvalService::EvalService(ProblemOpener open) : open_(std::move(open)) {}
 EvalService::~EvalService() = default;
 
-const EvalProblem& EvalService::problem() const {
+const EvalProblemApi& EvalService::problem() const {
   if (!problem_) throw InputError(kSource, "/op", "no problem is open (send {\"op\": \"open\", \"problem\": {…}} first)");
   return *problem_;
 }
 
-EvalStudy& EvalService::study(const json& req) {
+EvalStudyApi& EvalService::study(const json& req) {
   problem();
   if (studies_.empty()) throw InputError(kSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
   if (!req.contains("study")) return *studies_.rbegin()->second;
@@ -101,10 +99,10 @@ std::string EvalService::refusal(const std::string& message) const {
 }
 
 json EvalService::score_list(const json& req, bool counted) {
-  const EvalProblem& p = problem();
+  const EvalProblemApi& p = problem();
   const int threads = static_cast<int>(integer_of(req, "threads", 0, 0, 1024));
   if (counted) {
-    EvalStudy& s = study(req);
+    EvalStudyApi& s = study(req);
     const std::string optimizer = text_of(req, "optimizer", "");
     const auto seed = static_cast<std::uint64_t>(integer_of(req, "seed", 1, 1, 1'000'000'000));
     if (req.contains("plan")) return {{"result", s.evaluate(optimizer, seed, req["plan"])}};
@@ -113,33 +111,21 @@ json EvalService::score_list(const json& req, bool counted) {
   if (req.contains("plan")) return {{"result", p.score(req["plan"])}};
   const json& plans = member(req, "plans");
   if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
-  // Each plan answers for itself: a malformed one gets its error in its place.
-  std::vector<json> out(plans.size());
-  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, plans.size(), [&](std::size_t i) {
-      try {
-        out[i] = p.score(plans[i]);
-      } catch (const InputError& e) {
-        out[i] = {{"error", {{"source", e.source()}, {"field", "/plans/" + std::to_string(i) + e.field()}, {"message", e.what()}}}};
-      }
-    });
-  });
-  return {{"results", out}};
+  return {{"results", p.score_many(plans, threads)}};
 }
 
 json EvalService::dispatch(const std::string& op, const json& req) {
   if (op == "open") {
     studies_.clear();
     problem_.reset();
-    problem_ = std::make_unique<EvalProblem>(member(req, "problem"), pool_);
+    problem_ = open_(member(req, "problem"));
     return {{"problem", problem_->describe()}};
   }
   if (op == "space") return {{"problem", problem().describe()}};
   if (op == "score") return score_list(req, false);
   if (op == "simulate") return {{"result", problem().simulate(member(req, "plan"))}};
   if (op == "study") {
-    auto s = std::make_unique<EvalStudy>(problem(), integer_of(req, "budget", 100, 1, 10'000'000));
+    auto s = problem().study(integer_of(req, "budget", 100, 1, 10'000'000));
     const long n = next_study_++;
     const long budget = s->budget();
     studies_[n] = std::move(s);

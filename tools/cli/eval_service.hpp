@@ -14,7 +14,11 @@
 //                                                       → {"result"} | {"results"}  (counted against the budget)
 //   report    {"out", "optimizers", "seeds", "reference", "threads", "log_evals"} → {"summary", "files", …}
 //   close                                               → {}          (the loop ends)
-// Thread-safety: handle() from one thread at a time; it parallelises "plans" itself (TBB).
+// The service owns the protocol: the envelope, each operation's arguments, the studies' numbers
+// and the error replies; the problem and its studies answer behind EvalProblemApi
+// (tools/cli/eval_backend.hpp), so the protocol is fuzzed without the simulator.
+// Thread-safety: handle() may be called from several threads (see mu_); the problem parallelises
+// "plans" itself.
 #pragma once
 
 #include <map>
@@ -23,24 +27,18 @@
 #include <string>
 
 #include "common/json_reader.hpp"
-
-namespace shardsim {
-class WorkerPool;
-}
+#include "tools/cli/eval_backend.hpp"
 
 namespace shardsim::cli {
-
-class EvalProblem;
-class EvalStudy;
 
 // The most SimGrid worker processes a service (serve-evaluator --workers, Python's Problem) starts.
 constexpr int kMaxWorkers = 1024;
 
 class EvalService {
  public:
-  // `pool`: the SimGrid worker pool for the simgrid and full tiers (null = analytic only); it
-  // must be forked before any thread exists and outlive the service.
-  explicit EvalService(WorkerPool* pool);
+  // `open`: what an "open" request's problem is opened with (shardsim's: problem_opener(pool),
+  // tools/cli/eval_problem.hpp).
+  explicit EvalService(ProblemOpener open);
   ~EvalService();
   // One request → its reply (never throws for bad input: the reply says what was wrong).
   json handle(const json& request);
@@ -53,19 +51,19 @@ class EvalService {
  private:
   json dispatch(const std::string& op, const json& req);
   json score_list(const json& req, bool counted);
-  const EvalProblem& problem() const;
-  EvalStudy& study(const json& req);
+  const EvalProblemApi& problem() const;
+  EvalStudyApi& study(const json& req);
 
-  WorkerPool* pool_;
+  ProblemOpener open_;
   // Requests may come from several threads at once (the Python module releases the GIL): "open",
   // "study" and "close" change what the others use and hold it exclusively, every other request
   // holds it shared (EvalStudy locks its own counts).
   std::shared_mutex mu_;
-  std::unique_ptr<EvalProblem> problem_;
+  std::unique_ptr<EvalProblemApi> problem_;
   // Each "study" request starts a study of its own, answered with its number; "evaluate" and
   // "report" name theirs with "study" (the latest when they do not), so an earlier study's handle
   // keeps talking to its own study.
-  std::map<long, std::unique_ptr<EvalStudy>> studies_;
+  std::map<long, std::unique_ptr<EvalStudyApi>> studies_;
   long next_study_ = 1;
   bool closed_ = false;
 };

@@ -25,29 +25,20 @@
 
 namespace shardsim::cli {
 
-struct StudyReportOptions {
-  std::string out;                   // the study folder (required)
-  std::string optimizers;            // built-in ones to run beside, comma list ("" = none)
-  std::string seeds = "3";           // their seeds: K or A..B
-  std::string reference;             // the optimizer the others are tested against ("" = the report's default)
-  int threads = 1;
-  bool log_evals = false;
-};
-
-class EvalStudy {
+class EvalStudy : public EvalStudyApi {
  public:
   EvalStudy(const EvalProblem& problem, long budget);
-  long budget() const { return budget_; }
+  long budget() const override { return budget_; }
   // The score of `plan` (EvalProblem::score's JSON) plus "evaluation" (1-based in its run) and
   // "remaining"; InputError when the run's budget is spent, the name is a built-in optimizer's or
   // the plan lies outside the space.
-  json evaluate(const std::string& optimizer, std::uint64_t seed, const json& plan);
+  json evaluate(const std::string& optimizer, std::uint64_t seed, const json& plan) override;
   // Several plans as consecutive evaluations of one run, scored in parallel on `threads` (0 = all
   // cores); all or nothing: a bad plan (InputError naming /plans/i) or too small a remaining
   // budget refuses the batch before anything is scored.
-  std::vector<json> evaluate_many(const std::string& optimizer, std::uint64_t seed, const json& plans, int threads);
+  std::vector<json> evaluate_many(const std::string& optimizer, std::uint64_t seed, const json& plans, int threads) override;
   // Runs and writes the comparison; returns {"summary": markdown, "out", "files", "evaluations", …}.
-  json report(const StudyReportOptions& o) const;
+  json report(const StudyReportOptions& o) const override;
 
  private:
   struct OutsideRun {

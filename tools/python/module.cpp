@@ -10,6 +10,7 @@
 
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/worker_pool.hpp"
+#include "tools/cli/eval_problem.hpp"
 #include "tools/cli/eval_service.hpp"
 
 namespace py = pybind11;
@@ -23,7 +24,7 @@ class Service {
   explicit Service(int workers)
       : pool_(checked(workers) > 0 ? std::make_unique<shardsim::WorkerPool>(workers, shardsim::simgrid_worker_handler)
                                    : nullptr),
-        service_(pool_.get()) {}
+        service_(shardsim::cli::problem_opener(pool_.get())) {}
   std::string request(const std::string& text) {
     py::gil_scoped_release unlocked;
     return service_.handle_text(text);
