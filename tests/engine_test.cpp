@@ -120,3 +120,33 @@ TEST_CASE("engine: plan check says which GEMMs run in FP8 and how KV is taken") 
   CHECK(kv.find("KV pool") != std::string::npos);
   CHECK(kv.find("policy reserve") != std::string::npos);
 }
+
+TEST_CASE("engine: a setting the user did not give follows the one they did (issue 42)") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  const Cluster c = load_cluster("dgx-h100:1");
+  // max_batch_tokens alone: the preset's 8,192-token chunk was a conflict ("prefill_chunk=8192
+  // exceeds max_batch_tokens=4096"); the chunk now follows the budget, as the engines cap it.
+  for (const char* text : {"tp=8,max_batch_tokens=4096", "tp=8,engine=sglang,max_batch_tokens=4096"}) {
+    CAPTURE(text);
+    const Plan p = plan_from_string(text, 8, {});
+    CHECK(p.engine.prefill_chunk == 4096);
+    CHECK(check_plan(p, m, c).feasible());
+    const Plan j = plan_from_json(plan_to_json(p), "p.json", 8, {});  // and it writes back as itself
+    CHECK(j.engine == p.engine);
+    CHECK(plan_from_string(plan_to_string(p), 8, {}).engine == p.engine);
+  }
+  // The JSON reader follows the same rule.
+  const Plan jp = plan_from_json(json::parse(R"({"degrees": {"tp": 8}, "engine": {"preset": "sglang", "max_batch_tokens": 2048}})"),
+                                 "p.json", 8, {});
+  CHECK(jp.engine.prefill_chunk == 2048);
+  // A budget above the chunk leaves the preset's chunk; a chunk the user set stays as set, and a
+  // chunk above the budget is still refused, naming the field.
+  CHECK(plan_from_string("tp=8,engine=sglang,max_batch_tokens=32768", 8, {}).engine.prefill_chunk == 8192);
+  CHECK(plan_from_string("tp=8,max_batch_tokens=4096,prefill_chunk=1024", 8, {}).engine.prefill_chunk == 1024);
+  const Plan bad = plan_from_string("tp=8,prefill_chunk=8192,max_batch_tokens=4096", 8, {});
+  const PlanCheck chk = check_plan(bad, m, c);
+  REQUIRE_FALSE(chk.feasible());
+  CHECK(chk.violations.front().field == "/engine/prefill_chunk");
+  // TensorRT-LLM's preset does not chunk (0): nothing to follow.
+  CHECK(plan_from_string("tp=8,engine=trtllm,max_batch_tokens=2048", 8, {}).engine.prefill_chunk == 0);
+}

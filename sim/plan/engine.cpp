@@ -204,6 +204,11 @@ void engine_from_json(EngineSettings& e, JsonObject obj) {
     set_field(e, key, text, obj.source(), obj.pointer(key));
   }
   obj.finish();
+  follow_user_settings(e, obj.has("prefill_chunk"));
+}
+
+void follow_user_settings(EngineSettings& e, bool chunk_given) {
+  if (!chunk_given && e.prefill_chunk > e.max_batch_tokens) e.prefill_chunk = e.max_batch_tokens;
 }
 
 json engine_to_json(const EngineSettings& e) {

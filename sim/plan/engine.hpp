@@ -73,6 +73,12 @@ bool set_engine_key(EngineSettings& e, const std::string& key, const std::string
 const char* engine_key_list();
 // Reads the "engine" object: {"preset": "...", overrides…}; `e` holds the starting values.
 void engine_from_json(EngineSettings& e, JsonObject obj);
+// The settings the user did not give follow the ones they did, as the engines' own defaults do: a
+// prefill chunk left at its preset is at most the token budget (vLLM, SGLang and TensorRT-LLM cap
+// a chunk by the iteration's token budget), so `max_batch_tokens=4096` alone is a plan, not a
+// conflict with a preset's 8,192-token chunk. `chunk_given`: the user set prefill_chunk (a chunk
+// the user set above the budget stays, and plan_check refuses it). Both readers call it last.
+void follow_user_settings(EngineSettings& e, bool chunk_given);
 json engine_to_json(const EngineSettings& e);
 // Compact-string items: "engine=NAME" unless it is the default preset, then the fields that differ
 // from the preset's (max_context aside), e.g. "engine=trtllm,max_seqs=896"; "" for the plain default.

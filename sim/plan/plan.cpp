@@ -303,6 +303,7 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
                              engine_key_list() + ")");
     }
   }
+  follow_user_settings(plan.engine, seen.count("prefill_chunk") > 0);
   check_degree_products(partial, src);
   plan.deg = resolve_degrees(partial, gpus);
   return plan;
