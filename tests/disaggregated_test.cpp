@@ -193,3 +193,54 @@ TEST_CASE("disaggregated search: `--space …,pools` searches the pool split and
   CHECK(sim.out.find("disaggregated") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("prefilled (decode only): prompts arrive in the KV cache, handed to replicas and groups in turn (issue 42)") {
+  const Cluster c = load_cluster("dgx-h100:1");
+  const ModelSpec& m = mixtral();
+  const std::unique_ptr<RoutingSource> routing = make_routing("uniform", m.routing_shape());
+  AnalyticExecutor ex(c);
+  const Plan p = plan_from_string("tp=2,attn_dp=2,ep=4,dp=2", c.num_gpus(), plan_defaults(m));
+  RequestTrace t = load_request_trace("synthetic:n=40,prompt=fixed:1000,output=fixed:50,seed=3");
+  for (std::size_t i = 0; i < t.requests.size(); ++i) t.requests[i].arrival_s = 0.05 * static_cast<double>(i);
+  ServingOptions o;
+  o.prefilled = true;
+  const ServingResult r = serve(p, m, c, t, routing.get(), ex, o);
+  CHECK(r.breakdown.prefill_tokens == 0);  // nothing prefilled here
+  CHECK(r.breakdown.decode_tokens == 40 * 49);  // the first token came with the prompt
+  for (std::size_t i = 0; i < r.requests.size(); ++i) {
+    const RequestResult& q = r.requests[i];
+    CAPTURE(i);
+    CHECK(q.completed);
+    CHECK(q.arrival == doctest::Approx(0.05 * static_cast<double>(i)));
+    CHECK(q.first_token == q.admitted);  // the first token goes out on admission: TTFT is the wait
+    CHECK(q.replica == static_cast<int>(i % 2));
+    CHECK(q.group == static_cast<int>(i / 2 % 2));
+  }
+  // The same as the decode slots a prefill pool hands over (what validate built by hand).
+  ServingOptions slots;
+  for (std::size_t i = 0; i < t.requests.size(); ++i) slots.decode_slots.push_back(DecodeSlot{static_cast<int>(i % 2), static_cast<int>(i / 2 % 2)});
+  const ServingResult s = serve(p, m, c, t, routing.get(), ex, slots);
+  CHECK(s.makespan == r.makespan);
+  CHECK(s.breakdown.steps == r.breakdown.steps);
+  // Offline: every request handed over at t = 0; a normal run prefills every prompt.
+  o.offline = true;
+  const ServingResult off = serve(p, m, c, t, routing.get(), ex, o);
+  for (const auto& q : off.requests) CHECK(q.arrival == 0);
+  ServingOptions normal;
+  normal.offline = true;
+  const ServingResult whole = serve(p, m, c, t, routing.get(), ex, normal);
+  CHECK(whole.breakdown.prefill_tokens == 40 * 1000);
+  CHECK(off.makespan < whole.makespan);
+  // Refused: a disaggregated plan (its own prefill pool) and a closed loop, naming --prefilled.
+  const Plan d = plan_from_string("prefill:tp=4/decode:tp=4", c.num_gpus(), plan_defaults(m));
+  CHECK_THROWS_AS(serve(d, m, c, t, routing.get(), ex, o), InputError);
+  ServingOptions closed = o;
+  closed.offline = false;
+  closed.concurrency = 4;
+  try {
+    serve(p, m, c, t, routing.get(), ex, closed);
+    FAIL("a closed loop was taken");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("open-loop") != std::string::npos);
+  }
+}

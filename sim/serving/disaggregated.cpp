@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/input_error.hpp"
 #include "sim/plan/memory_model.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/step/analytic_executor.hpp"
@@ -111,6 +112,8 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
                                   const ServingOptions& options, const PoolServer& serve_pool, const TransferTimer& transfer) {
   if (options.concurrency > 0)
     throw std::invalid_argument("serve_disaggregated: closed-loop clients (concurrency) are not supported");
+  if (options.prefilled)  // ServingOptions::prefilled
+    throw InputError("--prefilled", plan.name, "a disaggregated plan has its own prefill pool (give its decode pool as the plan)");
   const Plan decode = plan.decode();
   const Plan prefill = prefill_pool(plan);
   ServingOptions pools = options;

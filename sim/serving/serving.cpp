@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/input_error.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/serving/arrivals.hpp"
 #include "sim/serving/disaggregated.hpp"
@@ -847,6 +848,24 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
 
 }  // namespace
 
+// ServingOptions::prefilled (a colocated plan): the requests handed over as a prefill pool would
+// hand them, to every replica and attention group in turn.
+static ServingResult serve_prefilled(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
+                                     const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
+  if (options.concurrency > 0)
+    throw InputError("--prefilled", "--concurrency", "decode only takes open-loop arrivals (the trace's, a rate, or offline)");
+  ServingOptions o = options;
+  o.prefilled = false;
+  const std::size_t dp = static_cast<std::size_t>(plan.deg.dp), groups = static_cast<std::size_t>(plan.deg.attn_dp);
+  o.decode_slots.resize(trace.requests.size());
+  for (std::size_t i = 0; i < trace.requests.size(); ++i)
+    o.decode_slots[i] = DecodeSlot{static_cast<int>(i % dp), static_cast<int>(i / dp % groups)};
+  if (!options.offline) return serve(plan, model, cluster, trace, routing, executor, o);
+  RequestTrace at_once = trace;  // handed over at t = 0
+  for (auto& r : at_once.requests) r.arrival_s = 0;
+  return serve(plan, model, cluster, at_once, routing, executor, o);
+}
+
 std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster) {
   const PlanLayout layout(plan);
   std::vector<int> key;
@@ -870,12 +889,13 @@ std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster
 
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                     const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
-  if (plan.disaggregated()) {
+  if (plan.disaggregated()) {  // (which refuses ServingOptions::prefilled)
     auto pool = [&](const Plan& p, const RequestTrace& t, const ServingOptions& o) {
       return serve(p, model, cluster, t, routing, executor, o);
     };
     return serve_disaggregated(plan, model, cluster, trace, options, pool, analytic_transfer_timer(cluster));
   }
+  if (options.prefilled && options.decode_slots.empty()) return serve_prefilled(plan, model, cluster, trace, routing, executor, options);
   ServingResult out;
   out.memory = plan_memory(plan, model, cluster);
   out.requests.resize(trace.requests.size());

@@ -157,6 +157,13 @@ struct ServingOptions {
   // prompt prefilled on decode_slots[i] and its first token delivered when it is admitted there.
   // Empty = every request arrives with its prompt to prefill.
   std::vector<DecodeSlot> decode_slots;
+  // Decode only (simulate --prefilled): every request arrives with its prompt already in the KV
+  // cache, prefilled elsewhere with capacity to spare, as decode-phase benchmarks measure (SGLang's
+  // and DeepSeek's decode pools alone): serve() hands request i to replica i mod dp, attention
+  // group (i / dp) mod attn_dp as decode_slots above, at its arrival time (t = 0 when `offline`);
+  // its first token goes out when it is admitted, so its TTFT is its wait for admission. Not with
+  // a closed loop or a disaggregated plan (which has its own prefill pool): InputError.
+  bool prefilled = false;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
   // A step cache shared between serve() calls (the simgrid tier's two passes); null = one for this

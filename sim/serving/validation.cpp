@@ -344,16 +344,13 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
   const Cluster nine = load_cluster("dgx-h100:9");
   const int n = scaled(3 * 18432);  // three turnovers of 256 sequences on each of 72 GPUs
   const std::string spec = "synthetic:n=" + std::to_string(n) + ",prompt=fixed:1900,output=fixed:100,seed=7";
-  RequestTrace trace = load_request_trace(spec);
-  for (auto& q : trace.requests) q.arrival_s = 0;  // handed over at once
+  const RequestTrace trace = load_request_trace(spec);
   for (bool tbo : {true, false}) {
     Plan pool = plan.decode();
     pool.first_gpu = 0;
     pool.engine.two_batch_overlap = tbo;
-    ServingOptions dso = so;
-    dso.decode_slots.resize(trace.requests.size());
-    for (std::size_t i = 0; i < trace.requests.size(); ++i)
-      dso.decode_slots[i] = DecodeSlot{0, static_cast<int>(i % static_cast<std::size_t>(pool.deg.attn_dp))};
+    ServingOptions dso = so;  // offline: every request handed over at t = 0 (`simulate --prefilled --offline`)
+    dso.prefilled = true;
     const ServingResult r = serve_row(make, opt, pool, model, nine, "dgx-h100:9", trace, routing.get(), dso);
     const Metrics m = summarize(r, dso, nine.num_gpus());
     rows.push_back({std::string("DeepSeek-V3 decode pool, 9×8 H100 EP72, 256 seqs/GPU × 2K context") + (tbo ? "" : ", no TBO") +

@@ -189,7 +189,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
       << L.population.requests.size() << " requests are replayed\n";
   o << "\n";
   o << "requests       " << m.completed << " of " << m.requests << " completed in " << f("%.2f s", m.makespan_s) << "\n";
-  o << "throughput     " << readable(m.throughput_tok_s) << " tok/s (prompt + output), " << readable(m.output_tok_s)
+  o << "throughput     " << readable(m.throughput_tok_s) << (in.prefilled ? " tok/s (prompt + output, prompts prefilled elsewhere), " : " tok/s (prompt + output), ") << readable(m.output_tok_s)
     << " output tok/s (" << readable(m.output_tok_s_per_gpu) << " per GPU) over the makespan\n";
   // "Steady" only for a window that held another batch turnover; what the plan sustains is --capacity's.
   if (m.steady_trusted)

@@ -46,6 +46,11 @@ void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options) {
                        ->capture_default_str()
                        ->check(CLI::IsMember({"poisson", "trace"}));
   if (load_options) add_load_options(cmd, in, arrivals);
+  auto* prefilled = cmd->add_flag(
+      "--prefilled", in.prefilled,
+      "decode only: every request arrives with its prompt already in the KV cache (prefilled elsewhere, with "
+      "capacity to spare), as decode-pool benchmarks measure; its first token goes out when it is admitted");
+  if (auto* conc = cmd->get_option_no_throw("--concurrency")) prefilled->excludes(conc);
   cmd->add_option("--routing,-r", in.routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…")
       ->capture_default_str();
   cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
@@ -67,7 +72,7 @@ std::string with_seed(const std::string& spec, unsigned long long seed) {
   return out + "seed=" + std::to_string(seed);
 }
 
-std::string describe_load(const SimInputs& in) {
+static std::string describe_arrivals(const SimInputs& in) {
   char buf[160];
   if (in.concurrency > 0) {
     std::snprintf(buf, sizeof buf, "closed loop: %d clients, think time %g ms", in.concurrency, in.think_ms);
@@ -80,10 +85,18 @@ std::string describe_load(const SimInputs& in) {
   return in.offline ? "offline (every request at t = 0)" : "the trace's arrival times";
 }
 
+std::string describe_load(const SimInputs& in) {
+  const std::string load = describe_arrivals(in);
+  return in.prefilled ? load + ", prompts prefilled elsewhere (decode only: TTFT is the wait for admission)" : load;
+}
+
 json load_to_json(const SimInputs& in) {
-  if (in.concurrency > 0) return {{"mode", "closed"}, {"concurrency", in.concurrency}, {"think_time_ms", in.think_ms}};
-  if (in.rate > 0) return {{"mode", "rate"}, {"rate_req_s", in.rate}, {"arrivals", in.arrivals}};
-  return {{"mode", in.offline ? "offline" : "trace"}};
+  json j;
+  if (in.concurrency > 0) j = {{"mode", "closed"}, {"concurrency", in.concurrency}, {"think_time_ms", in.think_ms}};
+  else if (in.rate > 0) j = {{"mode", "rate"}, {"rate_req_s", in.rate}, {"arrivals", in.arrivals}};
+  else j = {{"mode", in.offline ? "offline" : "trace"}};
+  if (in.prefilled) j["prefilled"] = true;  // absent otherwise: earlier results read the same
+  return j;
 }
 
 bool load_given(const SimInputs& in) { return in.offline || in.rate > 0 || in.concurrency > 0; }
@@ -124,6 +137,7 @@ LoadedInputs load_inputs(const SimInputs& in, ModelSpec model, std::unique_ptr<C
   out.trace = head(out.population, static_cast<std::size_t>(in.requests));
   parse_slo(in.slo, out.serving);
   out.serving.offline = in.offline;
+  out.serving.prefilled = in.prefilled;
   if (in.rate > 0) out.trace = trace_at_rate(in, out.trace, in.rate);
   out.serving.concurrency = in.concurrency;
   out.serving.think_time = in.think_ms / 1e3;

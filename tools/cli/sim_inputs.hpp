@@ -25,6 +25,7 @@ struct SimInputs {
   std::string trace = "azure-conv";
   int requests = 1000;
   bool offline = false;
+  bool prefilled = false;            // decode only: prompts prefilled elsewhere (ServingOptions::prefilled)
   // Load control (docs/load.md): open loop at a rate, or a closed loop of clients.
   double rate = 0;                   // > 0: requests per second (the trace keeps the lengths)
   std::string arrivals = "poisson";  // with rate: poisson | trace (the trace's gaps rescaled)
@@ -38,7 +39,7 @@ struct SimInputs {
 };
 
 // Registers --model --cluster --trace --requests --offline --rate --arrivals --concurrency
-// --think-time --routing --slo --seed --exact --routed-tokens on `cmd`. `load_options` false: the command sets
+// --think-time --prefilled --routing --slo --seed --exact --routed-tokens on `cmd`. `load_options` false: the command sets
 // the load itself (sweep), so only --arrivals is registered of the load options.
 void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options = true);
 
