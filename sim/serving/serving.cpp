@@ -47,6 +47,7 @@ struct Seq {
 struct Armed {
   long left = 0, done = 0;
   int tokens = 0;        // decode tokens per step (its running sequences)
+  int host_seqs = 0;     // of those, the most in one attention group (what its scheduler handles)
   StepTiming timing;     // as the loop uses it (transformed)
   bool active() const { return left > 0 || done > 0; }
 };
@@ -355,12 +356,13 @@ class ReplicaSim {
   // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
   // last stage ends.
   double run_step(double t, const ReplicaBatch& batch, const std::vector<std::pair<Seq*, int>>& work) {
-    const int seqs = static_cast<int>(work.size());
+    std::size_t seqs = 0;  // per attention group: each group's scheduler handles its own sequences
+    for (const auto& g : batch.groups) seqs = std::max(seqs, g.size());
     const bool record = records(batch_is_decode(work));
     std::vector<TimelineEvent> events;
     last_timing_ = step_timing(batch, record, events);
     double step_start = t;
-    double end = advance_clock(t, last_timing_, seqs, &step_start);
+    double end = advance_clock(t, last_timing_, static_cast<int>(seqs), &step_start);
     if (record) {
       for (auto& ev : events) ev.start += step_start;
       out_.timeline.insert(out_.timeline.end(), events.begin(), events.end());
@@ -399,6 +401,9 @@ class ReplicaSim {
 
   // Adds a step's timing to the sums and the host's share to the clock, runs it through the
   // pipeline stages; returns when its last stage ends (and in *first_stage when it began).
+  // `seqs`: the step's sequences in its fullest attention group. With attention-DP, SGLang and
+  // TensorRT-LLM run one scheduler per attention-DP rank, side by side, so the per-sequence host
+  // work is that of the busiest rank, not of the whole engine (issue 42, defect 1).
   double advance_clock(double t, const StepTiming& timing, int seqs, double* first_stage = nullptr) {
     accumulate(out_.breakdown, timing);
     // Host: the scheduler's fixed and per-sequence work, swaps, and — without CUDA graphs — kernel
@@ -443,7 +448,7 @@ class ReplicaSim {
     --a.left;
     ++a.done;
     out_.breakdown.forwarded_steps++;
-    double end = advance_clock(t, a.timing, a.tokens);
+    double end = advance_clock(t, a.timing, a.host_seqs);
     out_.breakdown.decode_tokens += a.tokens;
     out_.emissions.push_back({end, a.tokens});
     ready_[static_cast<std::size_t>(e)] = end;
@@ -491,7 +496,7 @@ class ReplicaSim {
     long steps = lo;
     if (eng_.policy == KvPolicy::OnDemand) steps = preallocate(e, steps);
     if (steps <= 0) return;
-    armed_[static_cast<std::size_t>(e)] = Armed{steps, 0, total, last_timing_};
+    armed_[static_cast<std::size_t>(e)] = Armed{steps, 0, total, static_cast<int>(*std::max_element(n.begin(), n.end())), last_timing_};
   }
 
   // On-demand KV: the blocks engine e's sequences need for `steps` more steps, halving `steps`
