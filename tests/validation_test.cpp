@@ -83,3 +83,41 @@ TEST_CASE("validation: the SimGrid column serves end-to-end rows at the simgrid 
     CHECK(simgrid[i].simulated == doctest::Approx(analytic[i].simulated).epsilon(0.01));
   }
 }
+
+TEST_CASE("validation: the error summary is |error| per metric and scope over the end-to-end check rows (issue 42)") {
+  auto row = [](const char* metric, double err, const char* gpu, int nodes, RowRole role = RowRole::Check) {
+    ValidationRow r;
+    r.published = 100;
+    r.simulated = 100 * (1 + err);
+    r.role = role;
+    r.metric = metric;
+    r.gpu = gpu;
+    r.nodes = nodes;
+    return r;
+  };
+  std::vector<ValidationRow> rows = {row("throughput", -0.02, "H100", 1), row("throughput", 0.30, "H100", 9),
+                                     row("throughput", 0.05, "H200", 1),  row("throughput", -0.10, "H100", 1),
+                                     row("TTFT p99", -0.5, "H100", 1),    row("throughput", 0.9, "H100", 1, RowRole::Calibration)};
+  ValidationRow collective;  // not an end-to-end row: no metric
+  collective.published = 1;
+  collective.simulated = 3;
+  rows.push_back(collective);
+  const std::vector<ErrorSummary> s = summarize_errors(rows);
+  auto find = [&](const std::string& metric, const std::string& scope) -> const ErrorSummary& {
+    for (const auto& x : s)
+      if (x.metric == metric && x.scope == scope) return x;
+    FAIL("no summary for " << metric << " / " << scope);
+    return s.front();
+  };
+  const ErrorSummary& all = find("throughput", "all");  // |error| 0.02 0.05 0.10 0.30; the calibration row is not counted
+  CHECK(all.rows == 4);
+  CHECK(all.median == doctest::Approx(0.075));
+  CHECK(all.p90 == doctest::Approx(0.30));  // nearest rank: the 4th of 4
+  CHECK(all.max == doctest::Approx(0.30));
+  CHECK(find("throughput", "single-node").rows == 3);
+  CHECK(find("throughput", "single-node").median == doctest::Approx(0.05));
+  CHECK(find("throughput", "multi-node").max == doctest::Approx(0.30));
+  CHECK(find("throughput", "H200").rows == 1);
+  CHECK(find("TTFT p99", "all").median == doctest::Approx(0.5));
+  for (const auto& x : s) CHECK_FALSE((x.scope == "multi-node" && x.metric == "TTFT p99"));  // no rows, no line
+}

@@ -1,8 +1,10 @@
 // sim/serving/validation.cpp — the validation rows: kernels, collectives, end-to-end runs.
 #include "sim/serving/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include "sim/step/compute_cost.hpp"
 #include "sim/serving/metrics.hpp"
@@ -193,6 +195,13 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
 
 // --- end to end ---
 
+// Marks the row just added as an end-to-end row of `metric` run on `cluster` (ErrorSummary).
+void tag(std::vector<ValidationRow>& rows, const char* metric, const Cluster& cluster) {
+  rows.back().metric = metric;
+  rows.back().gpu = cluster.gpu().name;
+  rows.back().nodes = cluster.num_nodes();
+}
+
 struct EndToEnd {
   std::string name, model, cluster, plan, trace;
   int requests = 0;
@@ -276,10 +285,12 @@ void end_to_end_rows(const ExecutorFactory& make, const ValidationOptions& opt, 
     double tok = (e.steady ? m.steady_output_tok_s : m.output_tok_s) / e.per_group;
     rows.push_back({e.name + (e.steady ? ", steady tok/s" : ", tok/s over the run"), "end-to-end throughput", "tok/s", e.tok_s,
                     tok, 0.10, RowRole::Check, "", e.source, setup, e.known_miss_tok});
+    tag(rows, "throughput", cluster);
     auto lat = [&](const char* what, double pub, double sim) {
-      if (pub > 0)
-        rows.push_back({e.name + ", " + what, "server latency", "ms", pub, sim, 0.25, RowRole::Check, "", e.source, setup,
-                        e.known_miss_latency});
+      if (pub <= 0) return;
+      rows.push_back({e.name + ", " + what, "server latency", "ms", pub, sim, 0.25, RowRole::Check, "", e.source, setup,
+                      e.known_miss_latency});
+      tag(rows, what, cluster);
     };
     lat("TTFT p50", e.ttft50, m.ttft_ms.p50);
     lat("TTFT p99", e.ttft99, m.ttft_ms.p99);
@@ -335,6 +346,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
                       "prefill pool " + plan_to_string(pool) + " on dgx-h100:4, " + std::to_string(n) +
                           " requests at t=0, trace " + spec + ", routing synthetic:seed=7; over the run",
                       len < 2048 ? dedup : ""});
+      tag(rows, "throughput", four);
     }
   }
   // The decode pool alone: every request's KV is there at t = 0. "KV cache length 2,000": prompts of
@@ -367,6 +379,7 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
                     "decode pool " + plan_to_string(pool) + " on dgx-h100:9, " + std::to_string(n) +
                         " requests handed over prefilled at t=0, trace " + spec + ", routing synthetic:seed=7; steady state",
                     decode_miss});
+    tag(rows, "throughput", nine);
   }
 }
 
@@ -378,6 +391,36 @@ ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& op
   if (opt.serve) return opt.serve(plan, model, cluster, cluster_spec, trace, routing, so);
   const auto ex = make(cluster);
   return serve(plan, model, cluster, trace, routing, *ex, so);
+}
+
+std::vector<ErrorSummary> summarize_errors(const std::vector<ValidationRow>& rows) {
+  std::vector<std::string> metrics, gpus;
+  for (const auto& r : rows) {
+    if (r.metric.empty() || r.role != RowRole::Check) continue;
+    if (std::find(metrics.begin(), metrics.end(), r.metric) == metrics.end()) metrics.push_back(r.metric);
+    if (std::find(gpus.begin(), gpus.end(), r.gpu) == gpus.end()) gpus.push_back(r.gpu);
+  }
+  std::vector<std::pair<std::string, std::function<bool(const ValidationRow&)>>> scopes = {
+      {"all", [](const ValidationRow&) { return true; }},
+      {"single-node", [](const ValidationRow& r) { return r.nodes <= 1; }},
+      {"multi-node", [](const ValidationRow& r) { return r.nodes > 1; }}};
+  for (const auto& g : gpus) scopes.push_back({g, [g](const ValidationRow& r) { return r.gpu == g; }});
+  std::vector<ErrorSummary> out;
+  for (const auto& m : metrics)
+    for (const auto& [scope, in] : scopes) {
+      std::vector<double> e;
+      for (const auto& r : rows)
+        if (r.metric == m && r.role == RowRole::Check && in(r)) e.push_back(std::abs(r.error()));
+      if (e.empty()) continue;
+      std::sort(e.begin(), e.end());
+      const std::size_t n = e.size();
+      ErrorSummary s{m, scope, static_cast<int>(n)};
+      s.median = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+      s.p90 = e[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
+      s.max = e.back();
+      out.push_back(s);
+    }
+  return out;
 }
 
 const char* to_string(RowRole r) { return r == RowRole::Calibration ? "calibration" : "check"; }
@@ -411,6 +454,12 @@ json validation_to_json(const std::vector<ValidationRow>& rows, const std::strin
                    {"setup", r.setup},
                    {"known_miss", r.known_miss},
                    {"executor", executor}});
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].metric.empty()) {
+      out[i]["metric"] = rows[i].metric;
+      out[i]["gpu"] = rows[i].gpu;
+      out[i]["nodes"] = rows[i].nodes;
+    }
   return out;
 }
 

@@ -47,6 +47,11 @@ struct ValidationRow {
   std::string source;
   std::string setup;        // how the simulated run was configured
   std::string known_miss;   // check rows outside their target: the understood cause
+  // End-to-end rows (else empty / 0), for the error summary: the metric ("throughput", "TTFT p50",
+  // "TTFT p99", "TPOT p50", "TPOT p99", "TTFT mean", "TPOT mean"), the GPU and the nodes of the run.
+  std::string metric;
+  std::string gpu;
+  int nodes = 0;
   double error() const { return published != 0 ? (simulated - published) / published : 0; }
   bool within() const { return std::abs(error()) <= tolerance; }
 };
@@ -68,6 +73,18 @@ struct ValidationOptions {
 };
 
 std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options = {});
+
+// |error| over the end-to-end check rows of one metric and one scope, as peers report accuracy
+// (BLIS: median over held-out runs; Vidur: P90): the count, the median (the mean of the two
+// middle values for an even count), P90 (nearest rank) and the largest. Scopes: "all",
+// "single-node", "multi-node", then one per GPU. Targets (issue 42): median ≤ 7%, P90 ≤ 20%.
+struct ErrorSummary {
+  std::string metric, scope;
+  int rows = 0;
+  double median = 0, p90 = 0, max = 0;  // relative, e.g. 0.052
+  static constexpr double kMedianTarget = 0.07, kP90Target = 0.20;
+};
+std::vector<ErrorSummary> summarize_errors(const std::vector<ValidationRow>& rows);
 const char* to_string(RowRole r);
 json validation_to_json(const std::vector<ValidationRow>& rows, const std::string& executor);
 

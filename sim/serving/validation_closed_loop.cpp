@@ -110,6 +110,12 @@ void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt,
     rows.push_back({name + ", TTFT mean", "server latency", "ms", p.ttft_ms, ttft, 0.25, RowRole::Check, "", src, setup,
                     p.ttft_miss});
     rows.push_back({name + ", ITL mean", "server latency", "ms", p.itl_ms, itl, 0.25, RowRole::Check, "", src, setup, ""});
+    for (auto [k, metric] : {std::pair{3, "throughput"}, std::pair{2, "TTFT mean"}, std::pair{1, "TPOT mean"}}) {  // ITL = TPOT
+      ValidationRow& r = rows[rows.size() - static_cast<std::size_t>(k)];
+      r.metric = metric;
+      r.gpu = cluster.gpu().name;
+      r.nodes = cluster.num_nodes();
+    }
   }
 }
 

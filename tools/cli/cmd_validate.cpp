@@ -3,7 +3,8 @@
 // Prints calibration rows (they set a constant) and check rows (never used to set anything) with
 // one column per executor; --markdown and --json write the same tables. Exit code 0 even when
 // rows miss their target (the table states misses and their causes); --strict exits 1 when any
-// row, in any column, misses without a stated cause.
+// row, in any column, misses without a stated cause. --summary prints the absolute error per
+// metric over the end-to-end check rows (summarize_errors), which --markdown always writes.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -27,6 +28,7 @@ struct Options {
   double scale = 1.0;
   bool exact = false;
   bool strict = false;
+  bool summary = false;
   int workers = 0;    // SimGrid worker processes (0 = one per core)
   int samples = 16;   // steps sampled into SimGrid per end-to-end row
 };
@@ -35,6 +37,39 @@ std::string fmt(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, x >= 100 ? "%.0f" : "%.1f", x);
   return buf;
+}
+
+// |error| per metric over the end-to-end check rows, per scope, of every column (summarize_errors).
+std::string summary_markdown(const std::vector<std::string>& tiers, const std::vector<std::vector<ValidationRow>>& cols) {
+  std::string md = "\n### Error summary (end-to-end check rows)\n\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "The absolute error per metric, as peers report accuracy; targets: median ≤ %.0f%%, P90 ≤ %.0f%%.\n\n",
+                100 * ErrorSummary::kMedianTarget, 100 * ErrorSummary::kP90Target);
+  md += line;
+  md += "| metric | scope | rows |";
+  std::string sep = "|---|---|---|";
+  for (const auto& t : tiers) {
+    md += " " + t + " median | P90 | max |";
+    sep += "---|---|---|";
+  }
+  md += "\n" + sep + "\n";
+  std::vector<std::vector<ErrorSummary>> sums;
+  for (const auto& col : cols) sums.push_back(summarize_errors(col));
+  for (std::size_t i = 0; i < sums.front().size(); ++i) {
+    const ErrorSummary& s = sums.front()[i];
+    md += "| " + s.metric + " | " + s.scope + " | " + std::to_string(s.rows) + " |";
+    for (const auto& col : sums) {
+      const ErrorSummary& c = col[i];
+      auto pct = [](double x, double target) {
+        char b[32];
+        std::snprintf(b, sizeof b, target > 0 && x > target ? "**%.1f%%**" : "%.1f%%", 100 * x);
+        return std::string(b);
+      };
+      md += " " + pct(c.median, ErrorSummary::kMedianTarget) + " | " + pct(c.p90, ErrorSummary::kP90Target) + " | " + pct(c.max, 0) + " |";
+    }
+    md += "\n";
+  }
+  return md;
 }
 
 // One Markdown table per role, every executor's column side by side.
@@ -128,7 +163,26 @@ void run(const Options& opt) {
   }
   std::printf("\n('!' marks a row outside its target) sources, setups and what each calibration row set: "
               "--markdown / --json, docs/validation.md\n");
-  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, cols));
+  if (opt.summary) {
+    std::printf("\nerror summary: |error| over the end-to-end check rows (targets: median ≤ %.0f%%, P90 ≤ %.0f%%; '!' misses)\n",
+                100 * ErrorSummary::kMedianTarget, 100 * ErrorSummary::kP90Target);
+    std::printf("%-10s %-16s %5s", "metric", "scope", "rows");
+    for (const auto& t : tiers) std::printf("  %9s %8s %8s", (t + " med").c_str(), "P90", "max");
+    std::printf("\n");
+    std::vector<std::vector<ErrorSummary>> sums;
+    for (const auto& col : cols) sums.push_back(summarize_errors(col));
+    for (std::size_t i = 0; i < sums.front().size(); ++i) {
+      const ErrorSummary& s = sums.front()[i];
+      std::printf("%-10s %-16s %5d", s.metric.c_str(), s.scope.c_str(), s.rows);
+      for (const auto& col : sums) {
+        const ErrorSummary& c = col[i];
+        std::printf("  %8.1f%%%s %7.1f%%%s %7.1f%%", 100 * c.median, c.median > ErrorSummary::kMedianTarget ? "!" : " ",
+                    100 * c.p90, c.p90 > ErrorSummary::kP90Target ? "!" : " ", 100 * c.max);
+      }
+      std::printf("\n");
+    }
+  }
+  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, cols) + summary_markdown(tiers, cols));
   if (!opt.json_out.empty()) {
     json j = {{"schema", "shardsim.validation/1"}, {"rows", json::object()}};
     for (std::size_t k = 0; k < tiers.size(); ++k) j["rows"][tiers[k]] = validation_to_json(cols[k], tiers[k]);
@@ -167,6 +221,9 @@ void add_validate_command(CLI::App& app) {
       ->check(CLI::Range(1, 1'000'000));
   cmd->add_flag("--exact", opt->exact,
                 "run the end-to-end rows on the exact scoring path (every step whole; slow; docs/performance.md)");
+  cmd->add_flag("--summary", opt->summary,
+                "also print |error| per metric over the end-to-end check rows (median, P90, max), over all of them, "
+                "single-node and multi-node, and per GPU (--markdown always writes it)");
   cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its target without a stated cause (the rule tests/validation_test.cpp asserts)");
   cmd->callback([opt] { run(*opt); });
 }
