@@ -159,7 +159,7 @@ bool DisaggregatedSpace::encode(const Plan& plan, Genes& out) const {
   return false;
 }
 
-PlanCheck DisaggregatedSpace::check(const Genes& g) const { return check_plan(decode(g), model_, cluster_); }
+PlanCheck DisaggregatedSpace::check_decoded(const Plan& decoded) const { return check_plan(decoded, model_, cluster_); }
 
 Genes DisaggregatedSpace::repair(const Genes& g) const { return each_pool(g, &PoolSpace::repair); }
 

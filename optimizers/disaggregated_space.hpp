@@ -39,7 +39,7 @@ class DisaggregatedSpace final : public SearchSpace {
   bool encode(const Plan& plan, Genes& out) const override;
   Genes canonical(const Genes& g) const override;
   std::string key(const Genes& g) const override;
-  PlanCheck check(const Genes& g) const override;
+  PlanCheck check_decoded(const Plan& decoded) const override;
   Genes repair(const Genes& g) const override;
   std::vector<char> valid_values(int d, const Genes& prefix) const override;
   double canonical_size() const override;

@@ -100,9 +100,9 @@ class Driver {
   }
 
   Evaluation compute(const Genes& g) {
-    PlanCheck chk = space_.check(g);
+    const Plan plan = space_.decode(g);  // once: the check and the evaluator share it
+    const PlanCheck chk = space_.check_decoded(plan);
     if (!chk.feasible()) return Evaluation{infeasible_score(chk), {}};
-    Plan plan = space_.decode(g);
     if (evaluator_.thread_safety() == ThreadSafety::None) {
       std::lock_guard<std::mutex> lock(serial_mu_);
       return evaluator_.evaluate_detailed(plan);

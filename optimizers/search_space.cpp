@@ -391,7 +391,7 @@ std::string PoolSpace::key(const Genes& g) const {
   return k;
 }
 
-PlanCheck PoolSpace::check(const Genes& g) const { return check_pool(decode(g), model_, cluster_, pool_.gpus); }
+PlanCheck PoolSpace::check_decoded(const Plan& decoded) const { return check_pool(decoded, model_, cluster_, pool_.gpus); }
 
 Genes PoolSpace::repair(const Genes& in) const {
   Genes g = canonical(in);

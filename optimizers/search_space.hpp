@@ -96,8 +96,11 @@ class SearchSpace {
   virtual Genes canonical(const Genes& g) const = 0;
   // A compact text key of the canonical genome (equal plans ⇔ equal keys).
   virtual std::string key(const Genes& g) const = 0;
-  // check_plan of the decoded genome.
-  virtual PlanCheck check(const Genes& g) const = 0;
+  // check_plan of a plan this space decoded (with what the space's GPUs and pools allow).
+  virtual PlanCheck check_decoded(const Plan& decoded) const = 0;
+  // check_plan of the decoded genome (an evaluation that needs the plan too decodes it once and
+  // calls check_decoded).
+  PlanCheck check(const Genes& g) const { return check_decoded(decode(g)); }
   // Moves the genome toward the nearest valid plan; returns a canonical genome (maybe still invalid).
   virtual Genes repair(const Genes& g) const = 0;
   // Which values of decision `d` are not obviously invalid given the genes before it (`prefix`
@@ -145,7 +148,7 @@ class PoolSpace final : public SearchSpace {
   Genes canonical(const Genes& g) const override;
   std::string key(const Genes& g) const override;
   // check_plan of the decoded genome (for a pool: check_pool on its GPUs).
-  PlanCheck check(const Genes& g) const override;
+  PlanCheck check_decoded(const Plan& decoded) const override;
   // Moves the genome toward the nearest valid plan, a few steps at most (docs/references.md §C.2):
   // TP too large or not dividing the heads → a tp factor moves to dp; EP not dividing the experts →
   // the etp split grows; etp too large → it shrinks; pp beyond the layers → a pp factor to dp;
