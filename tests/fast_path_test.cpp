@@ -159,7 +159,7 @@ TEST_CASE("fast path: steps routing 32 or more tokens per layer fold onto fewer 
 
 TEST_CASE("fast path: under two-batch overlap every layer is lowered, each with its own routing") {
   // Folding would stretch one layer's two-stream overlap over the layers it stands for (a bias of
-  // one fill of w − 1 layers per step, docs/performance.md); memoisation and the fits still apply.
+  // one fill of w − 1 layers per step, docs/performance-log.md); memoisation and the fits still apply.
   const Case tbo{"mixtral-8x7b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8,two_batch_overlap=on", "synthetic:n=150,seed=8", "", true};
   Case plain = tbo;
   plain.plan = "tp=1,ep=8,attn_dp=8";

@@ -675,11 +675,11 @@ class ReplicaSim {
   // ServingOptions::kDeepPipeline stages or more at least kDeepPipelineFold (kMinFoldPerStage per
   // stage). A pipeline runs at its slowest stage's pace, and the maximum over stages turns each
   // stage's routing-sample noise into a bias: with two representatives per stage the deepest
-  // reference case ran 1.6-2.8% slow on two of three routing seeds (docs/performance.md).
+  // reference case ran 1.6-2.8% slow on two of three routing seeds (docs/performance-log.md).
   // Under two-batch overlap nothing is folded: a representative standing for w layers stretches
   // one layer's two-stream overlap w times, and the in-order streams never win back the stagger
   // that costs — one fill of w − 1 layers per step, a bias no number of representatives removes
-  // (its reference case ran 0.1-1.3% slow; every layer lowered, inside 0.1%; performance.md).
+  // (its reference case ran 0.1-1.3% slow; every layer lowered, inside 0.1%; performance-log.md).
   static int run_fold(const ServingOptions& o, const Plan& plan, const ModelSpec& model) {
     if (two_micro_batches(plan, model)) return 0;
     if (o.fold_moe_layers <= 0 || plan.deg.pp < ServingOptions::kDeepPipeline) return o.fold_moe_layers;

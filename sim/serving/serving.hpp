@@ -117,7 +117,7 @@ struct ServingOptions {
   // Steps that route at least kLargeStepTokens at each MoE layer (a prompt chunk's window, or as
   // many decode tokens) fold onto this many (at least two per stage, at most the above; 0 = the
   // above): each layer's routing sample of such a step is steadier by √tokens than that of a
-  // decode step of a few tokens, which the above is sized for (docs/performance.md).
+  // decode step of a few tokens, which the above is sized for (docs/performance-log.md).
   int fold_moe_layers_large = 8;
   static constexpr int kLargeStepTokens = 32;
   // A pipeline of kDeepPipeline stages or more lowers at least kDeepPipelineFold representatives,

@@ -46,7 +46,7 @@ int bucket(double x, int b) {
 // sample reached too many steps (Mixtral TP2 paced TPOT p50 −1.25% against the exact path).
 constexpr long kMinAnchors = 5;
 // Batch-size buckets either way whose decode families pool their routing samples, how many samples
-// a pool needs at least, and the standard error (relative) its line must reach (performance.md).
+// a pool needs at least, and the standard error (relative) its line must reach (performance-log.md).
 constexpr int kPoolBuckets = 2;
 constexpr double kMinPooled = 4;
 constexpr double kPoolPrecision = 0.005;
@@ -64,7 +64,7 @@ AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
 // (step_fit.hpp). How many attention groups hold chunks, and how unevenly, is left to those
 // features: as strata of their own (tried first, then "one group or several") they left a wide
 // plan's strata with too few executed steps to fit from, and the sparse several-groups stratum
-// ran `tp=1,attn_dp=64,ep=64` 0.9% fast on two routing seeds of three (performance.md). Decode
+// ran `tp=1,attn_dp=64,ep=64` 0.9% fast on two routing seeds of three (performance-log.md). Decode
 // tokens beside the chunks stay a stratum of their own: merged, a prefill-only step fitted from
 // mixed ones moved the small paced cases' TTFT p50 by up to 3 points.
 // Contexts are not part of either: they reach the step through its attention, which is swapped.

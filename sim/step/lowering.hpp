@@ -21,7 +21,7 @@
 // layers are routed (RoutingSource::route_layers). Dense layers are identical, so folding them
 // only drops the overlap between neighbours; MoE layers differ by their routing, so folding them
 // samples it. Under two-batch overlap folding also biases the step (a folded layer stretches the
-// two streams' stagger; docs/performance.md), so the serving loop does not fold such plans.
+// two streams' stagger; docs/performance-log.md), so the serving loop does not fold such plans.
 // Thread-safety: lower_step is a pure function of its inputs (the routing source is const).
 #pragma once
 

@@ -1,7 +1,7 @@
 // tools/bench_src/accuracy.cpp — issue 11's reference set, fast path against the exact path
 // (`shardsim_bench accuracy`): for each case the relative difference of steady throughput and
 // TTFT/TPOT p50/p99, the steps each path executed and both wall times. Figures for
-// docs/performance.md; the small cases (tests/fast_path_cases.hpp) are asserted by
+// docs/performance-log.md; the small cases (tests/fast_path_cases.hpp) are asserted by
 // tests/fast_path_test.cpp.
 #include "tools/bench_src/accuracy.hpp"
 
