@@ -13,7 +13,7 @@
 #include "sim/step/schedule_summary.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/plan/plan.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

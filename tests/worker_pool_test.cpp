@@ -1,4 +1,4 @@
-// tests/worker_pool_test.cpp — the worker-process pool (sim/simgrid/worker_pool.hpp) and the wire encoding
+// tests/worker_pool_test.cpp — the worker-process pool (common/worker_pool.hpp) and the wire encoding
 // of what will travel through it (sim/simgrid/wire.hpp).
 // Pools fork: each test constructs its pool before starting any thread of its own, and joins its
 // threads before the pool is destroyed. No timing assertions here (benchmarks live apart).
@@ -22,7 +22,7 @@
 #include "sim/step/lowering.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/simgrid/wire.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"

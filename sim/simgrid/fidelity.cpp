@@ -17,7 +17,7 @@
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/step_costs.hpp"
 #include "sim/simgrid/wire.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 

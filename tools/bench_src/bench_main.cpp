@@ -32,7 +32,7 @@
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/step/lowering.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_check.hpp"

@@ -15,7 +15,7 @@
 #include "common/output_file.hpp"
 #include "optimizers/study_dir.hpp"
 #include "sim/serving/load_sweep.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/compare_runner.hpp"
 #include "tools/cli/run_program.hpp"

@@ -51,7 +51,7 @@
 #include "tools/cli/search_compare.hpp"
 #include "tools/cli/search_merge.hpp"
 #include "optimizers/study_dir.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/run_program.hpp"

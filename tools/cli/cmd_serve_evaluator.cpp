@@ -10,7 +10,7 @@
 #include <string>
 
 #include "sim/simgrid/fidelity.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/eval_problem.hpp"
 #include "tools/cli/eval_service.hpp"

@@ -19,7 +19,7 @@
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/link_report.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
 #include "optimizers/serving_evaluator.hpp"
 #include "sim/serving/load_sweep.hpp"

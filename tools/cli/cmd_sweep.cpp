@@ -24,7 +24,7 @@
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/fidelity.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/run_program.hpp"
 #include "tools/cli/sim_inputs.hpp"

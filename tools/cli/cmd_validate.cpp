@@ -14,7 +14,7 @@
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "sim/serving/validation.hpp"
 #include "tools/cli/commands.hpp"
 

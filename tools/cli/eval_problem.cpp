@@ -10,7 +10,7 @@
 #include "common/input_error.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tools/cli/eval_study.hpp"
 #include "tools/cli/option_checks.hpp"
 #include "tools/cli/search_runs.hpp"

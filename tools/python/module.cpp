@@ -9,7 +9,7 @@
 #include <pybind11/pybind11.h>
 
 #include "sim/simgrid/fidelity.hpp"
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 #include "tools/cli/eval_problem.hpp"
 #include "tools/cli/eval_service.hpp"
 

@@ -1,4 +1,4 @@
-// sim/simgrid/worker_pool.cpp — see worker_pool.hpp and docs/worker-pool.md.
+// common/worker_pool.cpp — see worker_pool.hpp and docs/worker-pool.md.
 //
 // Three kinds of process run code from this file:
 //   parent  — WorkerPool's methods; many threads after construction.
@@ -6,7 +6,7 @@
 //             (SCM_RIGHTS over a SOCK_SEQPACKET control socket), reaps workers when asked.
 //   worker  — worker_main(): single-threaded; the request → handler → reply loop.
 // Zygote and workers leave only through _exit(), never by returning into the parent's code.
-#include "sim/simgrid/worker_pool.hpp"
+#include "common/worker_pool.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

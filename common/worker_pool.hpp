@@ -1,4 +1,4 @@
-// sim/simgrid/worker_pool.hpp — long-lived worker processes that run one handler, fed over sockets.
+// common/worker_pool.hpp — long-lived worker processes that run one handler, fed over sockets.
 //
 // Owns: WorkerPool, the home of scorers whose thread-safety is "none" (docs/architecture.md, Conventions) — above all
 // the SimGrid executor, which allows one Engine per process and dies with its process on an
