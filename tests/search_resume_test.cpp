@@ -514,9 +514,9 @@ TEST_CASE("search: summary.md says when the throughput objective had no saturate
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("Objective note: in the best plan's run, no saturated window") != std::string::npos);
   CHECK(read_text(small / "summary.md").find("over the whole run of 40 requests") != std::string::npos);
-  // 3,000 requests saturate the same plans: a steady-state objective, no note.
+  // 5,000 requests saturate the same plans (the preset's 1,024 sequences): a steady-state objective, no note.
   const fs::path big = scratch("steady");
-  r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 3000 "
+  r = test::run_cli("search --objective drain --model mixtral-8x7b --cluster dgx-h100:1 --fidelity analytic --requests 5000 "
                     "--optimizers megatron --budget 2 --seeds 1 --quiet --out " + big.string());
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("Objective note") == std::string::npos);
