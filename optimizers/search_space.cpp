@@ -297,7 +297,7 @@ Plan PoolSpace::decode(const Genes& raw) const {
         break;
       case Decision::Kind::MaxBatchTokens:
         p.engine.max_batch_tokens = max_tokens_values_[static_cast<std::size_t>(v)];
-        if (p.engine.prefill_chunk > p.engine.max_batch_tokens) p.engine.prefill_chunk = p.engine.max_batch_tokens;
+        follow_user_settings(p.engine, false);  // an unset prefill chunk follows the new token budget
         break;
       default: break;
     }

@@ -19,6 +19,12 @@
 
 namespace shardsim {
 
+void tag(std::vector<ValidationRow>& rows, const char* metric, const Cluster& cluster) {
+  rows.back().metric = metric;
+  rows.back().gpu = cluster.gpu().name;
+  rows.back().nodes = cluster.num_nodes();
+}
+
 namespace {
 
 constexpr double KiB = 1024.0, MiB = KiB * 1024, GiB = MiB * 1024;
@@ -194,13 +200,6 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
 }
 
 // --- end to end ---
-
-// Marks the row just added as an end-to-end row of `metric` run on `cluster` (ErrorSummary).
-void tag(std::vector<ValidationRow>& rows, const char* metric, const Cluster& cluster) {
-  rows.back().metric = metric;
-  rows.back().gpu = cluster.gpu().name;
-  rows.back().nodes = cluster.num_nodes();
-}
 
 struct EndToEnd {
   std::string name, model, cluster, plan, trace;

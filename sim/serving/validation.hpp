@@ -49,8 +49,8 @@ struct ValidationRow {
   std::string known_miss;   // check rows outside their target: the understood cause
   // End-to-end rows (else empty / 0), for the error summary: the metric ("throughput", "TTFT p50",
   // "TTFT p99", "TPOT p50", "TPOT p99", "TTFT mean", "TPOT mean"), the GPU and the nodes of the run.
-  std::string metric;
-  std::string gpu;
+  std::string metric = {};
+  std::string gpu = {};
   int nodes = 0;
   double error() const { return published != 0 ? (simulated - published) / published : 0; }
   bool within() const { return std::abs(error()) <= tolerance; }

@@ -107,15 +107,12 @@ void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt,
                               std::to_string(clients) + " clients, trace " + spec + "; steady state";
     rows.push_back({name + ", output tok/s per engine", "end-to-end throughput", "tok/s", p.tok_s,
                     m.steady_output_tok_s / engines, 0.10, RowRole::Check, "", src, setup, p.tok_miss});
+    tag(rows, "throughput", cluster);
     rows.push_back({name + ", TTFT mean", "server latency", "ms", p.ttft_ms, ttft, 0.25, RowRole::Check, "", src, setup,
                     p.ttft_miss});
+    tag(rows, "TTFT mean", cluster);
     rows.push_back({name + ", ITL mean", "server latency", "ms", p.itl_ms, itl, 0.25, RowRole::Check, "", src, setup, ""});
-    for (auto [k, metric] : {std::pair{3, "throughput"}, std::pair{2, "TTFT mean"}, std::pair{1, "TPOT mean"}}) {  // ITL = TPOT
-      ValidationRow& r = rows[rows.size() - static_cast<std::size_t>(k)];
-      r.metric = metric;
-      r.gpu = cluster.gpu().name;
-      r.nodes = cluster.num_nodes();
-    }
+    tag(rows, "TPOT mean", cluster);  // ITL = TPOT
   }
 }
 

@@ -11,6 +11,9 @@
 
 namespace shardsim {
 
+// Marks the row just added as an end-to-end row of `metric` run on `cluster` (ErrorSummary).
+void tag(std::vector<ValidationRow>& rows, const char* metric, const Cluster& cluster);
+
 // Serves an end-to-end row as `opt` says: its RowServer, or serve() with the factory's executor.
 ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& opt, const Plan& plan, const ModelSpec& model,
                         const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,

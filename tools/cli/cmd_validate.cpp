@@ -39,8 +39,8 @@ std::string fmt(double x) {
   return buf;
 }
 
-// |error| per metric over the end-to-end check rows, per scope, of every column (summarize_errors).
-std::string summary_markdown(const std::vector<std::string>& tiers, const std::vector<std::vector<ValidationRow>>& cols) {
+// |error| per metric over the end-to-end check rows, per scope, of every column (`sums`: summarize_errors of each).
+std::string summary_markdown(const std::vector<std::string>& tiers, const std::vector<std::vector<ErrorSummary>>& sums) {
   std::string md = "\n### Error summary (end-to-end check rows)\n\n";
   char line[256];
   std::snprintf(line, sizeof line, "The absolute error per metric, as peers report accuracy; targets: median ≤ %.0f%%, P90 ≤ %.0f%%.\n\n",
@@ -53,8 +53,6 @@ std::string summary_markdown(const std::vector<std::string>& tiers, const std::v
     sep += "---|---|---|";
   }
   md += "\n" + sep + "\n";
-  std::vector<std::vector<ErrorSummary>> sums;
-  for (const auto& col : cols) sums.push_back(summarize_errors(col));
   for (std::size_t i = 0; i < sums.front().size(); ++i) {
     const ErrorSummary& s = sums.front()[i];
     md += "| " + s.metric + " | " + s.scope + " | " + std::to_string(s.rows) + " |";
@@ -163,14 +161,14 @@ void run(const Options& opt) {
   }
   std::printf("\n('!' marks a row outside its target) sources, setups and what each calibration row set: "
               "--markdown / --json, docs/validation.md\n");
+  std::vector<std::vector<ErrorSummary>> sums;
+  for (const auto& col : cols) sums.push_back(summarize_errors(col));
   if (opt.summary) {
     std::printf("\nerror summary: |error| over the end-to-end check rows (targets: median ≤ %.0f%%, P90 ≤ %.0f%%; '!' misses)\n",
                 100 * ErrorSummary::kMedianTarget, 100 * ErrorSummary::kP90Target);
     std::printf("%-10s %-16s %5s", "metric", "scope", "rows");
     for (const auto& t : tiers) std::printf("  %9s %8s %8s", (t + " med").c_str(), "P90", "max");
     std::printf("\n");
-    std::vector<std::vector<ErrorSummary>> sums;
-    for (const auto& col : cols) sums.push_back(summarize_errors(col));
     for (std::size_t i = 0; i < sums.front().size(); ++i) {
       const ErrorSummary& s = sums.front()[i];
       std::printf("%-10s %-16s %5d", s.metric.c_str(), s.scope.c_str(), s.rows);
@@ -182,7 +180,7 @@ void run(const Options& opt) {
       std::printf("\n");
     }
   }
-  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, cols) + summary_markdown(tiers, cols));
+  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, cols) + summary_markdown(tiers, sums));
   if (!opt.json_out.empty()) {
     json j = {{"schema", "shardsim.validation/1"}, {"rows", json::object()}};
     for (std::size_t k = 0; k < tiers.size(); ++k) j["rows"][tiers[k]] = validation_to_json(cols[k], tiers[k]);

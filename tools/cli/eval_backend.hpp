@@ -35,7 +35,7 @@ class EvalStudyApi {
   virtual ~EvalStudyApi() = default;
   virtual long budget() const = 0;
   virtual json evaluate(const std::string& optimizer, std::uint64_t seed, const json& plan) = 0;
-  // `threads`: 0 = all cores.
+  // `plans` is an array (EvalService checks). `threads`: 0 = all cores.
   virtual std::vector<json> evaluate_many(const std::string& optimizer, std::uint64_t seed, const json& plans,
                                           int threads) = 0;
   virtual json report(const StudyReportOptions& o) const = 0;
@@ -47,7 +47,7 @@ class EvalProblemApi {
   virtual ~EvalProblemApi() = default;
   virtual json describe() const = 0;
   virtual json score(const json& plan) const = 0;
-  // Each plan of the array `plans` answers for itself: a malformed one gets {"error": {source,
+  // Each plan of the array `plans` (EvalService checks it is one) answers for itself: a malformed one gets {"error": {source,
   // field "/plans/i…", message}} in its place. `threads`: 0 = all cores.
   virtual std::vector<json> score_many(const json& plans, int threads) const = 0;
   virtual json simulate(const json& plan) const = 0;

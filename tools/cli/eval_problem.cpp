@@ -312,7 +312,6 @@ json EvalProblem::score_resolved(const ResolvedPlan& p, Evaluation* eval) const 
 json EvalProblem::score(const json& plan) const { return score_resolved(resolve(plan)); }
 
 std::vector<json> EvalProblem::score_many(const json& plans, int threads) const {
-  if (!plans.is_array()) throw InputError("request", "/plans", "expected an array of plans");
   std::vector<json> out(plans.size());
   tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
   arena.execute([&] {

@@ -22,6 +22,13 @@ const json& member(const json& req, const char* key) {
   return *it;
 }
 
+// The request's "plans": an array, checked here once for every backend (eval_backend.hpp).
+const json& plans_of(const json& req) {
+  const json& plans = member(req, "plans");
+  if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
+  return plans;
+}
+
 std::string text_of(const json& req, const char* key, const std::string& fallback) {
   auto it = req.find(key);
   if (it == req.end()) return fallback;
@@ -106,12 +113,10 @@ json EvalService::score_list(const json& req, bool counted) {
     const std::string optimizer = text_of(req, "optimizer", "");
     const auto seed = static_cast<std::uint64_t>(integer_of(req, "seed", 1, 1, 1'000'000'000));
     if (req.contains("plan")) return {{"result", s.evaluate(optimizer, seed, req["plan"])}};
-    return {{"results", s.evaluate_many(optimizer, seed, member(req, "plans"), threads)}};
+    return {{"results", s.evaluate_many(optimizer, seed, plans_of(req), threads)}};
   }
   if (req.contains("plan")) return {{"result", p.score(req["plan"])}};
-  const json& plans = member(req, "plans");
-  if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
-  return {{"results", p.score_many(plans, threads)}};
+  return {{"results", p.score_many(plans_of(req), threads)}};
 }
 
 json EvalService::dispatch(const std::string& op, const json& req) {

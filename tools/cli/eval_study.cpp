@@ -102,7 +102,6 @@ json EvalStudy::evaluate(const std::string& optimizer, std::uint64_t seed, const
 }
 
 std::vector<json> EvalStudy::evaluate_many(const std::string& optimizer, std::uint64_t seed, const json& plans, int threads) {
-  if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
   std::vector<ResolvedPlan> p;
   for (std::size_t i = 0; i < plans.size(); ++i) p.push_back(resolve_in_space(plans[i], "/plans/" + std::to_string(i)));
   const long first = reserve(optimizer, seed, p);
