@@ -12,7 +12,7 @@
 // analytic tier): the same runs with 1 and 2 TBB threads — simulated evaluations per second,
 // the speed-up, the cache hit rate and the wall time. `shardsim_bench search` runs only this.
 // accuracy: issue 11's reference set, the fast path against the exact one (tools/bench_src/accuracy.hpp).
-// objective [PLANS [PROBLEMS]]: the default objective against ground truth (tools/bench_src/objective.hpp).
+// objective [PLANS [PROBLEMS [TRUTH_SEEDS]]]: the default objective against ground truth (tools/bench_src/objective.hpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -333,8 +333,8 @@ int main(int argc, char** argv) {
     bench_search();
     return 0;
   }
-  if (argc > 1 && std::string(argv[1]) == "objective") {  // objective [PLANS [PROBLEMS]]
-    bench_objective(argc > 2 ? std::atoi(argv[2]) : 50, argc > 3 ? std::atoi(argv[3]) : 3);
+  if (argc > 1 && std::string(argv[1]) == "objective") {  // objective [PLANS [PROBLEMS [TRUTH_SEEDS]]]
+    bench_objective(argc > 2 ? std::atoi(argv[2]) : 50, argc > 3 ? argv[3] : "3", argc > 4 ? std::atoi(argv[4]) : 3);
     return 0;
   }
   // Worker pools fork their zygotes first, before any thread exists.

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,6 +29,7 @@ using namespace shardsim;
 namespace {
 
 struct Problem {
+  const char* name;  // what PROBLEMS names it by
   const char* model;
   const char* cluster;
   const char* base;  // the search space's base plan ("" = the default)
@@ -64,21 +67,43 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The median of a non-empty sample.
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
 
-void bench_objective(int plans, int problems) {
-  const Problem all[] = {{"mixtral-8x7b", "dgx-h100:2", ""},
-                         {"deepseek-v3", "dgx-h100:8", ""},
-                         {"deepseek-v3", "dgx-h100:8", "tp=1,attn_dp=64,ep=64"}};
+void bench_objective(int plans, const std::string& problems, int truth_seeds) {
+  const Problem all[] = {{"mixtral16", "mixtral-8x7b", "dgx-h100:2", ""},
+                         {"ds64", "deepseek-v3", "dgx-h100:8", ""},
+                         {"ds64-wide", "deepseek-v3", "dgx-h100:8", "tp=1,attn_dp=64,ep=64"}};
+  // PROBLEMS: a count (the first N) or a comma-separated list of names.
+  std::vector<const Problem*> chosen;
+  if (!problems.empty() && problems.find_first_not_of("0123456789") == std::string::npos) {
+    for (int i = 0; i < std::stoi(problems) && i < 3; ++i) chosen.push_back(&all[i]);
+  } else {
+    for (const Problem& pb : all)
+      if (("," + problems + ",").find("," + std::string(pb.name) + ",") != std::string::npos) chosen.push_back(&pb);
+    if (chosen.empty()) {
+      std::fprintf(stderr, "error: objective: PROBLEMS %s: expected a count or names among mixtral16,ds64,ds64-wide\n", problems.c_str());
+      std::exit(2);
+    }
+  }
+  if (truth_seeds < 1) truth_seeds = 1;
   const RequestTrace azure = load_request_trace("azure-conv");
   const RequestTrace first300 = head(azure, 300);
   const SloGoal goal = parse_slo_goal("p99", 2.0, 0.2, "bench");
   std::printf("objective validity: the default objective (capacity under %s) against ground truth\n"
               "(the whole Azure trace, %zu requests, replayed at Poisson rates, every replica, judged on all requests);\n"
-              "%d random feasible plans per problem, analytic tier, seed 1\n",
-              goal.describe().c_str(), azure.requests.size(), plans);
-  for (int pi = 0; pi < problems && pi < 3; ++pi) {
-    const Problem& pb = all[pi];
+              "%d random feasible plans per problem, analytic tier, seed 1; the truth is the median over %d Poisson\n"
+              "arrival draws (seeds 1..%d), its range printed beside it\n",
+              goal.describe().c_str(), azure.requests.size(), plans, truth_seeds, truth_seeds);
+  for (const Problem* pp : chosen) {
+    const Problem& pb = *pp;
+    const int pi = static_cast<int>(pp - all);
     const ModelSpec model = load_model(pb.model);
     const Cluster cluster = load_cluster(pb.cluster);
     const auto routing = make_routing("synthetic:seed=1", model.routing_shape());
@@ -88,8 +113,9 @@ void bench_objective(int plans, int problems) {
     const auto space = make_search_space(model, cluster, base, SpaceOptions{});
     std::mt19937_64 rng(1000 + static_cast<unsigned>(pi));
     std::printf("\n%s on %s (%d GPUs)%s%s\n", pb.model, pb.cluster, cluster.num_gpus(), *pb.base ? ", base " : "", pb.base);
-    std::printf("%-60s %9s %9s %9s %9s %9s %8s %7s\n", "plan", "obj 300", "obj 3000", "obj all", "truth", "drain", "obj s", "truth s");
-    std::vector<double> obj, truth, drain, spread, cost;
+    std::printf("%-60s %9s %9s %9s %9s %15s %9s %8s %7s\n", "plan", "obj 300", "obj 3000", "obj all", "truth", "truth range",
+                "drain", "obj s", "truth s");
+    std::vector<double> obj, truth, truth_hi, drain, spread, cost;
     int drawn = 0;
     while (static_cast<int>(obj.size()) < plans && drawn < 200 * plans) {
       ++drawn;
@@ -127,37 +153,48 @@ void bench_objective(int plans, int problems) {
       offline.offline = true;
       const ServingResult off = serve(plan, model, cluster, azure, routing.get(), ex, offline);
       const double mu = off.makespan > 0 ? static_cast<double>(azure.requests.size()) / off.makespan : 1;
-      auto score = [&](double rate) {
-        ServingOptions o2;
-        const ServingResult r = serve(plan, model, cluster, at_rate(azure, rate, Arrival::Poisson, 1), routing.get(), ex, o2);
-        return summarize(r, o2, cluster.num_gpus());
-      };
-      const CapacityResult c = max_load_meeting(score, 1.5 * mu / 64, 1.5 * mu, goal, 0.02, 12, false, {}, 0);
-      const double t = c.max_meeting;
+      // The SLO capacity of one arrival draw is itself a sample: a plan whose p99 sits near its bound
+      // over a range of rates crosses it where the draw decides, so the truth is a median over draws.
+      std::vector<double> draws;
+      for (int seed = 1; seed <= truth_seeds; ++seed) {
+        auto score = [&](double rate) {
+          ServingOptions o2;
+          const ServingResult r =
+              serve(plan, model, cluster, at_rate(azure, rate, Arrival::Poisson, static_cast<std::uint64_t>(seed)), routing.get(), ex, o2);
+          return summarize(r, o2, cluster.num_gpus());
+        };
+        draws.push_back(max_load_meeting(score, 1.5 * mu / 64, 1.5 * mu, goal, 0.02, 12, false, {}, 0).max_meeting);
+      }
+      const double t = median_of(draws);
       const double truth_s = seconds_since(t0);
       obj.push_back(o[2]);
       truth.push_back(t);
+      truth_hi.push_back(*std::max_element(draws.begin(), draws.end()));
+      char range[48];
+      std::snprintf(range, sizeof range, "%.2f-%.2f", *std::min_element(draws.begin(), draws.end()), truth_hi.back());
       drain.push_back(d.feasible ? d.objective : 0);
       const double lo = std::min({o[0], o[1], o[2]}), hi = std::max({o[0], o[1], o[2]});
       spread.push_back(lo > 0 ? hi / lo - 1 : 0);
-      std::printf("%-60.60s %9.2f %9.2f %9.2f %9.2f %9.0f %8.2f %7.1f\n", plan_to_string(plan).c_str(), o[0], o[1], o[2], t,
-                  drain.back(), cost.back(), truth_s);
+      std::printf("%-60.60s %9.2f %9.2f %9.2f %9.2f %15s %9.0f %8.2f %7.1f\n", plan_to_string(plan).c_str(), o[0], o[1], o[2], t,
+                  range, drain.back(), cost.back(), truth_s);
       if (t > 0 && o[2] / t - 1 > 0.05)  // named in full, to be replayed: simulate --capacity --plan …
-        std::printf("  %+.1f%% over its truth: %s\n", 100 * (o[2] / t - 1), plan_to_string(plan).c_str());
+        std::printf("  %+.1f%% over its truth (%+.1f%% over its highest draw): %s\n", 100 * (o[2] / t - 1),
+                    100 * (o[2] / truth_hi.back() - 1), plan_to_string(plan).c_str());
       std::fflush(stdout);
     }
     if (obj.empty()) continue;
-    double worst_over = -1, worst_spread = 0;
+    double worst_over = -1, worst_over_hi = -1, worst_spread = 0;
     for (std::size_t i = 0; i < obj.size(); ++i) {
       if (truth[i] > 0) worst_over = std::max(worst_over, obj[i] / truth[i] - 1);
+      if (truth_hi[i] > 0) worst_over_hi = std::max(worst_over_hi, obj[i] / truth_hi[i] - 1);
       worst_spread = std::max(worst_spread, spread[i]);
     }
     std::vector<double> sorted = cost;
     std::sort(sorted.begin(), sorted.end());
     std::printf("%zu plans: Spearman(objective, truth) %.3f (target ≥ 0.95; the old drain: %.3f); largest objective/truth − 1 "
-                "%+.1f%% (target ≤ +10%%); largest spread over 300/3,000/all requests %.1f%% (target ≤ 3%%); objective "
+                "%+.1f%% (target ≤ +10%%; over the highest draw %+.1f%%); largest spread over 300/3,000/all requests %.1f%% (target ≤ 3%%); objective "
                 "%.2f s median, %.2f s max per plan\n",
-                obj.size(), spearman(obj, truth), spearman(drain, truth), 100 * worst_over, 100 * worst_spread,
+                obj.size(), spearman(obj, truth), spearman(drain, truth), 100 * worst_over, 100 * worst_over_hi, 100 * worst_spread,
                 sorted[sorted.size() / 2], sorted.back());
   }
 }

@@ -8,12 +8,16 @@
 //   ground truth   the same SLO's capacity measured independently: the whole Azure trace (19,366
 //                  requests, in its own order, every replica simulated) replayed at Poisson rates,
 //                  judged on all its requests, bisected to 2% between 1/64 of and 1.5× its offline
-//                  completion rate (sim/serving/load_sweep's max_load_meeting);
+//                  completion rate (sim/serving/load_sweep's max_load_meeting) — the median over
+//                  `truth_seeds` arrival draws, with their range (one draw's capacity is a sample);
 //   the old drain  output tok/s of the first 300 requests offline (what the search ranked by before).
+// `problems`: a count (the first N) or names among mixtral16, ds64, ds64-wide.
 // Printed: per plan the three figures; per problem Spearman's rank correlation of objective and
-// truth (target ≥ 0.95), the largest objective / truth − 1 (target ≤ 10%), the largest spread of
+// truth (target ≥ 0.95), the largest objective / truth − 1 (target ≤ 10%; also over the highest draw), the largest spread of
 // the objective over the three request budgets (target ≤ 3%), the drain's Spearman for contrast,
 // and the objective's median and max wall time per plan. Figures, never asserted.
 #pragma once
 
-void bench_objective(int plans, int problems);
+#include <string>
+
+void bench_objective(int plans, const std::string& problems, int truth_seeds);
