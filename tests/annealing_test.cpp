@@ -11,11 +11,11 @@
 #include <unordered_map>
 
 #include "common/input_error.hpp"
-#include "optimizers/annealing.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/optimizer.hpp"
+#include "optimizers/algorithms/annealing.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
 #include "tests/search_fixtures.hpp"
-#include "optimizers/search_space.hpp"
+#include "optimizers/space/search_space.hpp"
 #include "sim/plan/plan.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"

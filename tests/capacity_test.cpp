@@ -6,7 +6,7 @@
 #include <cmath>
 #include <memory>
 
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/serving/capacity.hpp"
 #include "sim/step/analytic_executor.hpp"

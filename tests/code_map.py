@@ -26,12 +26,21 @@ SIM = {
     "simgrid": {"plan", "step", "serving", "simgrid"},
     "whatif": {"plan", "step", "serving", "whatif"},
 }
+# Inside optimizers/: space <- algorithms <- search <- report.
+OPT = {
+    "space": {"space"},
+    "algorithms": {"space", "algorithms"},
+    "search": {"space", "algorithms", "search"},
+    "report": {"space", "algorithms", "search", "report"},
+}
+# The folders with an order inside them.
+INNER = {"sim": SIM, "optimizers": OPT}
 # Outside headers that only some files may include: (pattern, may this file include it?).
 RESTRICTED = [
     (re.compile(r"^simgrid/|^xbt/"), "SimGrid",
      lambda f: re.match(r"sim/simgrid/simgrid_[^/]*\.cpp$", f) is not None),
     (re.compile(r"^tbb/|^oneapi/tbb"), "TBB",
-     lambda f: f in ("optimizers/search_driver.cpp", "sim/serving/load_sweep.cpp") or f.startswith("tools/")),
+     lambda f: f in ("optimizers/search/search_driver.cpp", "sim/serving/load_sweep.cpp") or f.startswith("tools/")),
     (re.compile(r"^mpi\.h$"), "MPI", lambda f: f == "tools/cli/mpi_evaluation.cpp"),
     (re.compile(r"^CLI/"), "CLI11", lambda f: f.startswith("tools/cli/")),
 ]
@@ -63,10 +72,11 @@ def breaches(root):
             if m.group(1) == '"' and target in LAYERS:
                 if target not in LAYERS[top]:
                     found.append(f"{f}:{n}: {top}/ includes {header}, from {target}/, above it")
-                elif top == "sim" and target == "sim":
+                elif top == target and top in INNER:
+                    order = INNER[top]
                     mine, theirs = f.split("/")[1], header.split("/")[1]
-                    if mine in SIM and theirs not in SIM.get(mine, set()):
-                        found.append(f"{f}:{n}: sim/{mine}/ includes {header}, from sim/{theirs}/, above it")
+                    if mine in order and theirs not in order[mine]:
+                        found.append(f"{f}:{n}: {top}/{mine}/ includes {header}, from {top}/{theirs}/, above it")
                 continue
             for pattern, library, allowed in RESTRICTED:
                 if pattern.search(header) and not allowed(f):
@@ -81,6 +91,7 @@ def self_test():
         "common/a.hpp": '// common/a.hpp — x\n#include "sim/plan/plan.hpp"\n',
         "sim/plan/b.cpp": '// sim/plan/b.cpp — x\n#include "sim/step/lowering.hpp"\n#include <tbb/parallel_for.h>\n',
         "optimizers/c.cpp": "#include <simgrid/s4u.hpp>\n#include <mpi.h>\n",
+        "optimizers/space/g.hpp": '// optimizers/space/g.hpp — x\n#include "optimizers/search/search_driver.hpp"\n',
         "sim/simgrid/simgrid_d.cpp": '// sim/simgrid/simgrid_d.cpp — x\n#include <simgrid/s4u.hpp>\n#include "sim/serving/serving.hpp"\n',
         "tools/cli/e.cpp": "// tools/cli/e.cpp — x\n#include <CLI/CLI.hpp>\n#include <tbb/task_group.h>\n",
     }
@@ -89,6 +100,7 @@ def self_test():
         "optimizers/c.cpp:1: the file does not open",
         "optimizers/c.cpp:1: includes SimGrid",
         "optimizers/c.cpp:2: includes MPI",
+        "optimizers/space/g.hpp:2: optimizers/space/ includes optimizers/search/",
         "sim/plan/b.cpp:2: sim/plan/ includes sim/step/",
         "sim/plan/b.cpp:3: includes TBB",
     ]

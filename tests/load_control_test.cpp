@@ -10,7 +10,7 @@
 
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"

@@ -1,5 +1,5 @@
 // tests/optimizer_contract_test.cpp — the contract every registered optimizer keeps, run over the
-// whole registry (optimizer_names()), so an optimizer added in one line of optimizers/registry.cpp
+// whole registry (optimizer_names()), so an optimizer added in one line of optimizers/algorithms/registry.cpp
 // is held to it without a test of its own:
 //   * the budget: it never proposes more genomes than its budget, every one in range; a stochastic
 //     optimizer (not megatron or exhaustive) spends all of it;
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "optimizers/optimizer.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
 #include "tests/search_fixtures.hpp"
 
 using namespace shardsim;

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/input_error.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/optimizer.hpp"
-#include "optimizers/search_space.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
+#include "optimizers/space/search_space.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"

@@ -23,11 +23,11 @@
 #include <thread>
 
 #include "common/input_error.hpp"
-#include "optimizers/journal.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/search_report.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/search/journal.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/report/search_report.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "tests/cli_runner.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_io.hpp"

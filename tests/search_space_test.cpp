@@ -7,9 +7,9 @@
 #include <set>
 
 #include "common/input_error.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/optimizer.hpp"
-#include "optimizers/search_space.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
+#include "optimizers/space/search_space.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_io.hpp"
 #include "workloads/model.hpp"

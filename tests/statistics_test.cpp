@@ -1,7 +1,7 @@
 // tests/statistics_test.cpp — the optimizer comparison's statistics on samples worked by hand.
 #include <doctest/doctest.h>
 
-#include "optimizers/statistics.hpp"
+#include "optimizers/report/statistics.hpp"
 #include "workloads/request_trace.hpp"
 
 using namespace shardsim;

@@ -1,10 +1,10 @@
-// tests/fuzz/fuzz_journal.cpp — a search study's journal.jsonl (optimizers/journal): read_journal
+// tests/fuzz/fuzz_journal.cpp — a search study's journal.jsonl (optimizers/search/journal): read_journal
 // on a file, as `search --resume`, `search merge` and `search compare` read one. A journal that
 // loads keeps its invariants: one run per header run, each run's evaluations numbered 1…n, the
 // valid prefix inside the file; checking it against itself (what --resume does) passes; the
 // header's messages (check_same_study against an empty header) refuse with one line.
 #include "checks.hpp"
-#include "optimizers/journal.hpp"
+#include "optimizers/search/journal.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = fuzz::as_string(data, size);

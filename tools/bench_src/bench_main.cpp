@@ -25,9 +25,9 @@
 
 #include "tools/bench_src/accuracy.hpp"
 #include "tools/bench_src/objective.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/step/analytic_executor.hpp"
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/step/lowering.hpp"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "optimizers/search_space.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/search_space.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"

@@ -6,14 +6,14 @@
 // distinct scenario once, in parallel); sim/whatif/comparison writes the table, the Pareto
 // frontier and "why they differ". Output: the Markdown on stdout and, with --out DIR, compare.md,
 // compare.csv, compare.json, compare.gp and compare.png (when gnuplot is there), swapped in as
-// one set (optimizers/study_dir).
+// one set (optimizers/search/study_dir).
 #include <iostream>
 #include <memory>
 
 #include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
-#include "optimizers/study_dir.hpp"
+#include "optimizers/search/study_dir.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"

@@ -8,12 +8,12 @@
 // megatron and exhaustive are deterministic and run once; the other optimizers run once per seed
 // of --seeds (K: seeds 1..K; A..B: seeds A to B, so a later study can add seeds 6..10 to 1..5).
 // Reliability (docs/optimizers.md, "Interrupting and resuming a study"): every scored batch is
-// journaled in <out>/journal.jsonl (optimizers/journal); --resume DIR rebuilds the command from
+// journaled in <out>/journal.jsonl (optimizers/search/journal); --resume DIR rebuilds the command from
 // the journal's options (options given again must agree, or the resume is refused), replays the
 // journaled evaluations and goes on. SIGINT/SIGTERM: a flag polled at batch boundaries; the
 // outputs known so far are written, marked incomplete, and the command exits 130/143; a second
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
-// (optimizers/study_dir). `search merge DIR… --out OUT` joins studies of one problem
+// (optimizers/search/study_dir). `search merge DIR… --out OUT` joins studies of one problem
 // (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation;
 // `search compare ARM…` sets arms of studies of one problem side by side (tools/cli/search_compare).
 // Under `mpirun -np K`, rank 0 runs everything above and ranks 1…K−1 only score plans for it
@@ -41,16 +41,16 @@
 #include "common/display_text.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
-#include "optimizers/journal.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/search_report.hpp"
+#include "optimizers/search/journal.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/report/search_report.hpp"
 #include "common/embedded.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/serving/metrics.hpp"
 #include "tools/cli/search_compare.hpp"
 #include "tools/cli/search_merge.hpp"
-#include "optimizers/study_dir.hpp"
+#include "optimizers/search/study_dir.hpp"
 #include "common/worker_pool.hpp"
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"

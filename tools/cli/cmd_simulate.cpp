@@ -21,7 +21,7 @@
 #include "sim/simgrid/link_report.hpp"
 #include "common/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/result_json.hpp"

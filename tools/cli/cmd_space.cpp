@@ -7,8 +7,8 @@
 
 #include "common/readable_number.hpp"
 #include "common/input_error.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_space.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/space/search_space.hpp"
 #include "tools/cli/commands.hpp"
 #include "topologies/cluster_io.hpp"
 #include "workloads/model.hpp"

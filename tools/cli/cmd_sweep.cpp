@@ -19,7 +19,7 @@
 #include "common/readable_number.hpp"
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
-#include "optimizers/study_dir.hpp"
+#include "optimizers/search/study_dir.hpp"
 #include "sim/serving/capacity.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"

@@ -11,9 +11,9 @@
 
 #include "common/input_error.hpp"
 #include "common/text_case.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/engine.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "tools/cli/sim_inputs.hpp"

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_space.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/space/search_space.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "tools/cli/eval_backend.hpp"
 #include "tools/cli/sim_inputs.hpp"
 

@@ -8,8 +8,8 @@
 
 #include "common/display_text.hpp"
 #include "common/input_error.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/search_report.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/report/search_report.hpp"
 #include "tools/cli/search_runs.hpp"
 
 namespace shardsim::cli {

@@ -5,7 +5,7 @@
 // the problem's space through evaluate(name, seed, plan); each costs one evaluation of that
 // run's budget, cache hits included (as for built-in runs), and a run past its budget is refused.
 // report() then runs the chosen built-in optimizers at the same budget, with the outside runs
-// replayed in the same TBB driver as scripted runs (optimizers/scripted_optimizer: their
+// replayed in the same TBB driver as scripted runs (optimizers/algorithms/scripted_optimizer: their
 // recorded scores, nothing simulated again), and writes the `shardsim search` output set
 // (results.json, summary.md, anytime.csv/.gp/.png, best-plan.json) into a study folder: the
 // outside optimizer is one more row of the same table and curve of the same plot.
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
-#include "optimizers/evaluator.hpp"
+#include "optimizers/space/evaluator.hpp"
 #include "tools/cli/eval_problem.hpp"
 
 namespace shardsim::cli {

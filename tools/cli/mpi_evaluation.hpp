@@ -33,7 +33,7 @@
 #include <thread>
 #include <vector>
 
-#include "optimizers/evaluator.hpp"
+#include "optimizers/space/evaluator.hpp"
 
 namespace shardsim {
 class Cluster;

@@ -8,10 +8,10 @@
 
 #include "common/input_error.hpp"
 #include "common/readable_number.hpp"
-#include "optimizers/journal.hpp"
-#include "optimizers/optimizer.hpp"
-#include "optimizers/search_report.hpp"
-#include "optimizers/statistics.hpp"
+#include "optimizers/search/journal.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
+#include "optimizers/report/search_report.hpp"
+#include "optimizers/report/statistics.hpp"
 #include "tools/cli/search_merge.hpp"
 
 namespace shardsim::cli {

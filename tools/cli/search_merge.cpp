@@ -10,9 +10,9 @@
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
 #include "common/output_file.hpp"
-#include "optimizers/journal.hpp"
-#include "optimizers/optimizer.hpp"
-#include "optimizers/study_dir.hpp"
+#include "optimizers/search/journal.hpp"
+#include "optimizers/algorithms/optimizer.hpp"
+#include "optimizers/search/study_dir.hpp"
 
 namespace shardsim::cli {
 

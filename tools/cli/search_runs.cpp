@@ -6,7 +6,7 @@
 
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
-#include "optimizers/study_dir.hpp"
+#include "optimizers/search/study_dir.hpp"
 #include "tools/cli/run_program.hpp"
 #include "workloads/request_trace.hpp"
 

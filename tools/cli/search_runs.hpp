@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
-#include "optimizers/megatron_portfolio.hpp"
-#include "optimizers/search_driver.hpp"
-#include "optimizers/search_report.hpp"
-#include "optimizers/serving_evaluator.hpp"
+#include "optimizers/space/megatron_portfolio.hpp"
+#include "optimizers/search/search_driver.hpp"
+#include "optimizers/report/search_report.hpp"
+#include "optimizers/space/serving_evaluator.hpp"
 #include "tools/cli/sim_inputs.hpp"
 
 namespace shardsim::cli {
@@ -44,7 +44,7 @@ std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const st
                                  const SearchSpace& space, const SeedRange& seeds);
 
 // The whole output set into a staging folder beside `out` (the anytime plot included, when
-// gnuplot is there), then swapped in (optimizers/study_dir). True = plotted.
+// gnuplot is there), then swapped in (optimizers/search/study_dir). True = plotted.
 bool write_study_outputs(const std::string& out, const json& inputs, const SearchReport& rep, const SearchOutcome& outcome,
                          const SearchSpace& space, const std::string& unit, const std::string& md, long budget, bool log_evals);
 
