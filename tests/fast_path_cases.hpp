@@ -1,5 +1,5 @@
 // tests/fast_path_cases.hpp — issue 11's reference set of scoring cases (the fast path against
-// the exact one): the small cases the accuracy guard asserts on (tests/fast_path_test.cpp) and
+// the exact one): the small cases the accuracy guard asserts on (tests/sim/serving/fast_path_test.cpp) and
 // `shardsim_bench accuracy` prints beside its larger ones, the routing-trace file one uses, and
 // how a case is scored.
 #pragma once

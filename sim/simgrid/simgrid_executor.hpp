@@ -11,7 +11,7 @@
 //                 inter-domain rings of the hierarchical algorithm, and all-to-all pairs aggregated
 //                 as NCCL's PXN does (docs/simgrid.md gives each expansion and why it reproduces the
 //                 analytic formula when nothing else shares its links).
-// With no contention the two executors agree (tests/simgrid_test.cpp: within 2%, most programs to
+// With no contention the two executors agree (tests/sim/simgrid/simgrid_test.cpp: within 2%, most programs to
 // 1e-6); where they differ, last_contention() says which collective kinds took longer and which
 // link class was busiest. The same program gives bit-identical results whatever ran before it
 // (SimgridWorld::kClockOrigin). Units: seconds from the step's start, bytes, flops.

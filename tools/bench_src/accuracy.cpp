@@ -2,7 +2,7 @@
 // (`shardsim_bench accuracy`): for each case the relative difference of steady throughput and
 // TTFT/TPOT p50/p99, the steps each path executed and both wall times. Figures for
 // docs/performance-log.md; the small cases (tests/fast_path_cases.hpp) are asserted by
-// tests/fast_path_test.cpp.
+// tests/sim/serving/fast_path_test.cpp.
 #include "tools/bench_src/accuracy.hpp"
 
 #include <algorithm>

@@ -222,7 +222,7 @@ void add_validate_command(CLI::App& app) {
   cmd->add_flag("--summary", opt->summary,
                 "also print |error| per metric over the end-to-end check rows (median, P90, max), over all of them, "
                 "single-node and multi-node, and per GPU (--markdown always writes it)");
-  cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its target without a stated cause (the rule tests/validation_test.cpp asserts)");
+  cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its target without a stated cause (the rule tests/sim/serving/validation_test.cpp asserts)");
   cmd->callback([opt] { run(*opt); });
 }
 

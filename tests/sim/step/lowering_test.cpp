@@ -1,0 +1,293 @@
+// tests/sim/step/lowering_test.cpp — step programs: hand-computed flops/bytes and collective times,
+// and routing that shapes the MoE step.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "sim/step/analytic_executor.hpp"
+#include "sim/step/collective_cost.hpp"
+#include "sim/step/lowering.hpp"
+#include "sim/plan/plan.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/routing_trace.hpp"
+
+using namespace shardsim;
+
+namespace {
+
+ModelSpec tiny(bool moe) {
+  ModelSpec m;
+  m.name = moe ? "tiny-moe" : "tiny-dense";
+  m.layers = 1;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.attention = AttentionKind::GQA;
+  m.vocab = 100;
+  m.max_positions = 4096;
+  if (moe) {
+    m.experts = 4;
+    m.top_k = 2;
+    m.expert_ffn = 32;
+  } else {
+    m.dense_ffn = 128;
+    m.dense_layers = {0};
+  }
+  return m;
+}
+
+double flops_of(const StepProgram& p, OpClass c) {
+  double f = 0;
+  for (const auto& op : p.ops)
+    if (op.type == OpType::Compute && op.cls == c) f += op.flops;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("all-to-all matrix: sparse entries in (sender, receiver) order, dense round trip") {
+  const std::vector<double> dense = {0, 2, -0.0, 0, 0, 5, 7, 0, 0};  // 3×3
+  const A2aMatrix m = A2aMatrix::from_dense(dense);
+  CHECK(m.members() == 3);
+  REQUIRE(m.entries().size() == 4);  // +0.0 is no entry; −0.0 is one
+  CHECK(m.entries()[0].from == 0);
+  CHECK(m.entries()[0].to == 1);
+  CHECK(m.entries()[3].from == 2);
+  CHECK(m.entries()[3].to == 0);
+  CHECK(m.at(1, 2) == 5);
+  CHECK(m.at(2, 2) == 0);
+  CHECK(std::signbit(m.at(0, 2)));
+  const std::vector<double> back = m.dense();
+  CHECK(std::memcmp(back.data(), dense.data(), dense.size() * sizeof(double)) == 0);
+  CHECK_THROWS_AS(A2aMatrix::from_dense(std::vector<double>(5, 1.0)), std::invalid_argument);
+
+  A2aMatrix built(3);
+  built.push(0, 2, 1);
+  CHECK_THROWS_AS(built.push(0, 1, 1), std::logic_error);  // before the last pair
+  CHECK_THROWS_AS(built.push(0, 2, 1), std::logic_error);  // the same pair twice
+  CHECK_THROWS_AS(built.push(3, 0, 1), std::logic_error);  // outside the group
+  built.push(1, 0, 1);
+  CHECK(built.entries().size() == 2);
+
+  const A2aMatrix u = A2aMatrix::uniform(4, 3.0);
+  CHECK(u.entries().size() == 12);  // every ordered pair but the diagonal
+  CHECK(u.at(1, 1) == 0);
+  CHECK(u.at(3, 2) == 3.0);
+}
+
+TEST_CASE("lowering: flops of one dense layer, worked by hand") {
+  ModelSpec m = tiny(false);
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan plan = plan_from_string("tp=1", 8, {});
+  Lowering low(plan, m, c, nullptr);
+  ReplicaBatch batch{{{SeqWork{0, 0, 10, 0, true}}}};
+  StepProgram p = low.lower(batch);
+  CHECK(p.num_ranks() == 1);
+  // QKV: 10 tokens × 64 × (4+4+4)·16 outputs × 2 flops.
+  CHECK(flops_of(p, OpClass::QkvProj) == doctest::Approx(2.0 * 10 * 64 * 192));
+  CHECK(flops_of(p, OpClass::AttnOutProj) == doctest::Approx(2.0 * 10 * 64 * 64));
+  // Causal attention over 10 new tokens, no context: Σ_i (i+1) = 55 query-key pairs per head,
+  // QK and PV each 2 flops per pair per dim: 2 · 10 · (0 + 11/2) · 4 heads · (16 + 16).
+  CHECK(flops_of(p, OpClass::Attention) == doctest::Approx(2.0 * 10 * 5.5 * 4 * 32));
+  // SwiGLU: gate+up 2·10·64·128·2, down 2·10·128·64.
+  CHECK(flops_of(p, OpClass::DenseFfn) == doctest::Approx(2.0 * 10 * 64 * 256 + 2.0 * 10 * 128 * 64));
+  // LM head for the one emitting sequence.
+  CHECK(flops_of(p, OpClass::LmHead) == doctest::Approx(2.0 * 64 * 100));
+  // One rank: no collectives at all.
+  for (const auto& op : p.ops) CHECK(op.type == OpType::Compute);
+}
+
+TEST_CASE("lowering: TP inserts one all-reduce per block; replicated QKV inserts a gather") {
+  ModelSpec m = tiny(false);
+  Cluster c = load_cluster("dgx-h100:1");
+  auto count = [&](const std::string& text, CollKind k) {
+    Lowering low(plan_from_string(text, 8, {}), m, c, nullptr);
+    StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 8, 0, false}}}});
+    int n = 0;
+    for (const auto& op : p.ops) n += op.type == OpType::Collective && op.coll == k;
+    return n;
+  };
+  // Megatron: embedding (vocab-parallel) + attention out + FFN down = 3 all-reduces.
+  CHECK(count("tp=4", CollKind::AllReduce) == 3);
+  CHECK(count("tp=4", CollKind::AllGather) == 0);
+  // Sequence parallelism: each all-reduce becomes reduce-scatter + all-gather before the next block.
+  CHECK(count("tp=4,sp=4", CollKind::AllReduce) == 0);
+  CHECK(count("tp=4,sp=4", CollKind::ReduceScatter) == 3);
+  CHECK(count("tp=4,sp=4", CollKind::AllGather) == 2);
+  // Column-parallel output projection needs the heads gathered first and its output gathered after.
+  CHECK(count("tp=4,attn_out=column", CollKind::AllGather) == 2);
+  CHECK(count("tp=4,attn_out=column", CollKind::AllReduce) == 2);
+}
+
+TEST_CASE("lowering: ring all-reduce and all-to-all on a 2-node cluster, by hand") {
+  Cluster c = load_cluster("dgx-h100:2");
+  const auto& eff = c.collective_efficiency();
+  // GPU 0 and GPU 8: same rail, different nodes: NIC 50 GB/s × network efficiency; α = route latency.
+  Route r = c.route(0, 8);
+  double B = 50e9 * eff.network, alpha = r.latency + CollectiveModel{}.step_overhead;
+  double S = 1 << 30;
+  CollectiveTime ring = collective_time(c, CollKind::AllReduce, {0, 8}, S, CollAlgo::Ring);
+  // Every call also pays the call latency of its kind.
+  const CollectiveModel cm;
+  const double ar_call = call_latency(CollKind::AllReduce, cm), a2a_call = call_latency(CollKind::AllToAll, cm);
+  CHECK(ar_call > 0);
+  CHECK(ring.seconds == doctest::Approx(ar_call + 2 * (alpha + S / (2 * B))).epsilon(1e-9));
+  // 8 GPUs of one node, ring: 2·7·(α + S/(8·B_nvlink)).
+  Route rn = c.route(0, 1);
+  double Bn = 450e9 * eff.nvlink;
+  CollectiveTime r8 = collective_time(c, CollKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}, S, CollAlgo::Ring);
+  CHECK(r8.seconds == doctest::Approx(ar_call + 14 * (rn.latency + cm.step_overhead + S / (8 * Bn))).epsilon(1e-9));
+  // All-to-all between 2 GPUs of one node and 2 of the other: each sends 1 MB to each peer;
+  // NVLink and NIC carry their shares at once, the NIC (2 MB at 45 GB/s) is the bottleneck.
+  std::vector<int> g = {0, 1, 8, 9};
+  std::vector<double> mat(16, 1e6);
+  for (int i = 0; i < 4; ++i) mat[i * 4 + i] = 0;
+  double a2a = all_to_all_time(c, g, A2aMatrix::from_dense(mat));
+  CHECK(a2a == doctest::Approx(a2a_call + alpha + 2e6 / B).epsilon(1e-9));
+}
+
+TEST_CASE("lowering: skewed routing makes a longer MoE step than uniform routing") {
+  ModelSpec m = tiny(true);
+  m.layers = 2;
+  m.dense_layers = {};
+  m.experts = 16;
+  m.top_k = 2;
+  m.hidden = 1024;
+  m.expert_ffn = 2048;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan plan = plan_from_string("tp=1,attn_dp=8,ep=8", 8, {});
+  AnalyticExecutor ex(c);
+  auto run = [&](const std::string& spec) {
+    auto routing = make_routing(spec, m.routing_shape());
+    Lowering low(plan, m, c, routing.get());
+    ReplicaBatch batch;
+    batch.groups.resize(8);
+    for (int a = 0; a < 8; ++a)
+      for (int q = 0; q < 32; ++q)
+        batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 32 + q), 100, 1, 100, true});
+    return ex.run(low.lower(batch));
+  };
+  StepTiming uniform = run("uniform");
+  StepTiming skewed = run("synthetic:zipf=1.5,locality=0,beta=0,seed=3");
+  CHECK(skewed.makespan > uniform.makespan);
+  CHECK(skewed.expert_imbalance > uniform.expert_imbalance);
+  CHECK(skewed.critical[static_cast<int>(OpClass::Experts)] > uniform.critical[static_cast<int>(OpClass::Experts)]);
+}
+
+TEST_CASE("lowering: one MoE layer's expert flops and bytes, worked by hand") {
+  ModelSpec m = tiny(true);  // 4 experts of width 32, top-2, hidden 64
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan plan = plan_from_string("tp=1", 8, {});
+  // Three tokens of one request pick experts {0,1}, {0,2}, {0,1}: six copies, three active experts.
+  RoutingShape shape = m.routing_shape();
+  std::vector<std::uint32_t> counts = {3};
+  std::vector<ExpertId> ids = {0, 1, 0, 2, 0, 1};
+  RoutingTraceFile routing(encode_routing_trace(shape, counts, ids), "hand.ssrt");
+  Lowering low(plan, m, c, &routing);
+  StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 3, 0, false}}}});
+  // SwiGLU experts: 6 copies × 2 flops × 64 × 32 × 3 matrices.
+  CHECK(flops_of(p, OpClass::Experts) == doctest::Approx(6.0 * 2 * 64 * 32 * 3));
+  double bytes = 0;
+  for (const auto& op : p.ops)
+    if (op.cls == OpClass::Experts) bytes += op.hbm_bytes;
+  // Weights of the 3 active experts (3·64·32 bf16 elements each) + activations: gate/up reads 64
+  // and writes 2·32 per copy, down reads 32 and writes 64 per copy, 2 bytes each.
+  CHECK(bytes == doctest::Approx(3 * 3 * 64 * 32 * 2.0 + 6 * (64 + 64) * 2.0 + 6 * (32 + 64) * 2.0));
+  // Router: 3 tokens × 64 × 4 experts × 2.
+  CHECK(flops_of(p, OpClass::Router) == doctest::Approx(2.0 * 3 * 64 * 4));
+}
+
+TEST_CASE("lowering: shared experts run while the dispatch all-to-all is in flight") {
+  ModelSpec m = load_model("deepseek-v3");
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan plan = plan_from_string("tp=1,attn_dp=8,ep=8", 8, plan_defaults(m));
+  auto routing = make_routing("uniform", m.routing_shape());
+  Lowering low(plan, m, c, routing.get());
+  ReplicaBatch batch;
+  batch.groups.resize(8);
+  for (int a = 0; a < 8; ++a)
+    for (int q = 0; q < 64; ++q) batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 64 + q), 500, 1, 500, true});
+  StepProgram p = low.lower(batch);
+  // In program order the shared experts of a layer come after its dispatch and before its experts.
+  int dispatch = -1, shared = -1, experts = -1;
+  for (int i = 0; i < static_cast<int>(p.ops.size()); ++i) {
+    const StepOp& op = p.ops[static_cast<std::size_t>(i)];
+    if (op.layer != 5) continue;
+    if (op.cls == OpClass::EpDispatch && dispatch < 0) dispatch = i;
+    if (op.cls == OpClass::SharedExperts && shared < 0) shared = i;
+    if (op.cls == OpClass::Experts && experts < 0) experts = i;
+  }
+  REQUIRE(dispatch >= 0);
+  CHECK(dispatch < shared);
+  CHECK(shared < experts);
+  StepTiming t = AnalyticExecutor(c).run(p);
+  CHECK(t.comm_exposed < t.comm_busy);  // some communication is hidden under the shared experts
+  // Without shared experts nothing overlaps the dispatch in one micro-batch.
+  ModelSpec no_shared = m;
+  no_shared.shared_experts = 0;
+  Lowering low2(plan, no_shared, c, routing.get());
+  StepTiming t2 = AnalyticExecutor(c).run(low2.lower(batch));
+  CHECK(t2.comm_exposed == doctest::Approx(t2.comm_busy));
+}
+
+TEST_CASE("lowering: one kernel per TP group times a step as one kernel per rank does, with fewer operations") {
+  struct Case {
+    const char* model;
+    const char* cluster;
+    const char* plan;
+    int gpus;
+  };
+  const Case cases[] = {
+      {"llama3-70b", "dgx-h100:1", "tp=4,dp=2", 8},                        // dense
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},            // TP inside attention-DP, EP
+      {"mixtral-8x7b", "dgx-h100:1", "tp=4,etp=2,ep=2,pp=2", 8},           // expert-TP groups, two stages
+      {"deepseek-v3", "dgx-h100:2", "tp=8,ep=16,attn_dp=2", 16},           // MLA, shared experts, uneven groups
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.plan);
+    const ModelSpec m = load_model(k.model);
+    const Cluster c = load_cluster(k.cluster);
+    const Plan plan = plan_from_string(k.plan, k.gpus, plan_defaults(m));
+    auto routing = m.is_moe() ? make_routing("synthetic:seed=4", m.routing_shape()) : nullptr;
+    LoweringOptions per_rank, grouped;
+    per_rank.fold_moe_layers = grouped.fold_moe_layers = 8;
+    grouped.group_compute = true;
+    const Lowering a(plan, m, c, routing.get(), 0, per_rank), b(plan, m, c, routing.get(), 0, grouped);
+    ReplicaBatch batch;
+    batch.groups.resize(static_cast<std::size_t>(plan.deg.attn_dp));
+    std::uint32_t req = 0;
+    for (std::size_t g = 0; g < batch.groups.size(); ++g) {
+      for (int q = 0; q < 5 + 3 * static_cast<int>(g); ++q)  // groups of different sizes and contexts
+        batch.groups[g].push_back(SeqWork{req++, 300, 1, 300 + 50 * q, true});
+      batch.groups[g].push_back(SeqWork{req++, 0, 200, 0, false});  // a prompt chunk
+    }
+    const StepProgram pa = a.lower(batch), pb = b.lower(batch);
+    CHECK(pb.ops.size() < pa.ops.size());
+    AnalyticExecutor ex(c);
+    const StepTiming ta = ex.run(pa), tb = ex.run(pb);
+    auto same = [](double x, double y) { return std::abs(x - y) <= 1e-12 * std::max(1.0, std::abs(x)); };
+    CHECK(same(ta.makespan, tb.makespan));
+    for (int i = 0; i < kNumOpClasses; ++i) {
+      CAPTURE(i);
+      CHECK(same(ta.critical[i], tb.critical[i]));
+      CHECK(same(ta.busy[i], tb.busy[i]));
+    }
+    CHECK(same(ta.comm_busy, tb.comm_busy));
+    CHECK(same(ta.comm_exposed, tb.comm_exposed));
+    CHECK(same(ta.expert_time, tb.expert_time));
+    CHECK(same(ta.expert_imbalance, tb.expert_imbalance));
+    CHECK(same(ta.idle_on_path, tb.idle_on_path));
+    // The attention estimate the fast path swaps in is the same too.
+    StepProgram qa, qb;
+    a.lower_attention(batch, qa);
+    b.lower_attention(batch, qb);
+    CHECK(same(ex.run(qa).makespan, ex.run(qb).makespan));
+  }
+}
