@@ -79,33 +79,55 @@ inline Score fake_score(const SearchSpace& space, const Genes& g) {
 
 using Scorer = std::function<Score(const Genes&)>;
 
+// What a run through the budget wrapper did.
+struct DriveRun {
+  std::vector<Genes> proposed;     // every genome asked for, in order
+  long used = 0;                   // evaluations the wrapper counted
+  bool best_feasible = false;      // the wrapper's best is feasible
+  double best = 0;                 // its objective (0 when none is feasible)
+  std::vector<double> anytime;     // best feasible objective after each evaluation
+  bool any_feasible_told = false;  // some scored genome was feasible
+};
+
 // Runs `opt` (named `name`) through the budget wrapper, scoring with `score` (default: fake_score);
-// returns every proposed genome. `evals_to` (optional) gets the evaluations spent until the best
-// feasible objective first reached `target` (−1 if never).
-inline std::vector<Genes> drive(const std::string& name, const SearchWorld& s, std::unique_ptr<Optimizer> opt,
-                                long budget, double* best = nullptr, const Scorer& score = {}, double target = 0,
-                                long* evals_to = nullptr) {
+// checks that each batch fits the budget left and every genome is in range.
+inline DriveRun drive_run(const std::string& name, const SearchWorld& s, std::unique_ptr<Optimizer> opt, long budget,
+                          const Scorer& score = {}) {
   BudgetedOptimizer b(name, std::move(opt), s.space, budget);
-  std::vector<Genes> log;
+  DriveRun r;
   while (!b.done()) {
     auto batch = b.ask();
     if (batch.empty()) break;
+    CHECK(static_cast<long>(batch.size()) <= budget - b.used());
     std::vector<Evaluated> results;
     for (const auto& g : batch) {
       CHECK(s.space.in_range(g));
-      log.push_back(g);
+      r.proposed.push_back(g);
       results.push_back({g, score ? score(g) : fake_score(s.space, g)});
+      r.any_feasible_told = r.any_feasible_told || results.back().score.feasible;
     }
     b.tell(results);
   }
   CHECK(b.used() <= budget);
-  if (best) *best = b.best() && b.best()->score.feasible ? b.best()->score.objective : 0;
+  r.used = b.used();
+  r.best_feasible = b.best() && b.best()->score.feasible;
+  r.best = r.best_feasible ? b.best()->score.objective : 0;
+  r.anytime = b.anytime();
+  return r;
+}
+
+// drive_run's proposals; `best` (optional) gets the best feasible objective and `evals_to`
+// (optional) the evaluations spent until it first reached `target` (−1 if never).
+inline std::vector<Genes> drive(const std::string& name, const SearchWorld& s, std::unique_ptr<Optimizer> opt,
+                                long budget, double* best = nullptr, const Scorer& score = {}, double target = 0,
+                                long* evals_to = nullptr) {
+  DriveRun r = drive_run(name, s, std::move(opt), budget, score);
+  if (best) *best = r.best;
   if (evals_to) {
-    const auto& curve = b.anytime();
-    auto it = std::find_if(curve.begin(), curve.end(), [&](double f) { return f >= target; });
-    *evals_to = it == curve.end() ? -1 : static_cast<long>(it - curve.begin()) + 1;
+    auto it = std::find_if(r.anytime.begin(), r.anytime.end(), [&](double f) { return f >= target; });
+    *evals_to = it == r.anytime.end() ? -1 : static_cast<long>(it - r.anytime.begin()) + 1;
   }
-  return log;
+  return std::move(r.proposed);
 }
 
 // Builds an `Opt` with `params_text`: the field named by the InputError it throws (whose message

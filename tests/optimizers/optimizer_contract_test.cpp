@@ -30,35 +30,9 @@ SpaceOptions degrees_and_batching() {
   return o;
 }
 
-struct Run {
-  std::vector<Genes> proposed;
-  long used = 0;
-  bool best_feasible = false;
-  std::vector<double> anytime;
-  bool any_feasible_told = false;
-};
-
-// Drives `name` at `seed` with `budget` through the budget wrapper, each genome scored by `score`.
-Run run(const SearchWorld& w, const std::string& name, std::uint64_t seed, long budget, const Scorer& score) {
-  BudgetedOptimizer b(name, make_optimizer(name, w.context(seed, budget)), w.space, budget);
-  Run r;
-  while (!b.done()) {
-    const auto batch = b.ask();
-    if (batch.empty()) break;
-    REQUIRE(static_cast<long>(batch.size()) <= budget - b.used());
-    std::vector<Evaluated> told;
-    for (const auto& g : batch) {
-      CHECK(w.space.in_range(g));
-      r.proposed.push_back(g);
-      told.push_back({g, score(g)});
-      r.any_feasible_told = r.any_feasible_told || told.back().score.feasible;
-    }
-    b.tell(told);
-  }
-  r.used = b.used();
-  r.best_feasible = b.best() && b.best()->score.feasible;
-  r.anytime = b.anytime();
-  return r;
+// `name` built at `seed` with `budget` and driven through the budget wrapper (search_fixtures.hpp).
+DriveRun run(const SearchWorld& w, const std::string& name, std::uint64_t seed, long budget, const Scorer& score) {
+  return drive_run(name, w, make_optimizer(name, w.context(seed, budget)), budget, score);
 }
 
 // A third of the plans (by their key) made infeasible on top of the space's own checks.
@@ -93,19 +67,19 @@ TEST_CASE("optimizer contract: every registered optimizer keeps its budget, its 
     CAPTURE(name);
     const bool stochastic = !runs_once(name);
     const long budget = name == "exhaustive" ? size : 300;  // exhaustive needs the whole space
-    const Run a = run(w, name, 1, budget, plain);
+    const DriveRun a = run(w, name, 1, budget, plain);
     CHECK(a.used <= budget);
     CHECK(static_cast<long>(a.proposed.size()) == a.used);
     CHECK(!a.proposed.empty());
     if (stochastic) CHECK(a.used == budget);
     if (name == "exhaustive") CHECK(a.used == size);
     // Determinism, and that the seed matters.
-    const Run again = run(w, name, 1, budget, plain);
+    const DriveRun again = run(w, name, 1, budget, plain);
     CHECK(again.proposed == a.proposed);
     if (stochastic) CHECK(run(w, name, 2, budget, plain).proposed != a.proposed);
     // Infeasible plans among the feasible ones, then nothing feasible at all.
     for (const Scorer* score : {&planted, static_cast<const Scorer*>(nullptr)}) {
-      const Run r = score ? run(w, name, 3, budget, *score) : run(w, name, 3, budget, never_feasible);
+      const DriveRun r = score ? run(w, name, 3, budget, *score) : run(w, name, 3, budget, never_feasible);
       CHECK(r.used <= budget);
       if (stochastic) CHECK(r.used == budget);
       CHECK(r.best_feasible == r.any_feasible_told);
