@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "optimizers/report/statistics.hpp"
 #include "optimizers/space/search_space.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/plan.hpp"
@@ -65,13 +66,6 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The median of a non-empty sample.
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -165,7 +159,7 @@ void bench_objective(int plans, const std::string& problems, int truth_seeds) {
         };
         draws.push_back(max_load_meeting(score, 1.5 * mu / 64, 1.5 * mu, goal, 0.02, 12, false, {}, 0).max_meeting);
       }
-      const double t = median_of(draws);
+      const double t = quantile(draws, 0.5);  // the median
       const double truth_s = seconds_since(t0);
       obj.push_back(o[2]);
       truth.push_back(t);
