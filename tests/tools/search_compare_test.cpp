@@ -81,7 +81,7 @@ TEST_CASE("search compare: known arms — the better one ends higher and gets to
   const auto ref = row_of(r.out, "sa @ cold"), tuned = row_of(r.out, "sa @ tuned");
   REQUIRE(ref.size() == 12);
   REQUIRE(tuned.size() == 12);
-  CHECK(ref[1] == "cold, defaults");
+  CHECK(ref[1] == "default settings");
   CHECK(ref[3].rfind("91.5 ", 0) == 0);      // median of 90, 91, 92, 93
   CHECK(ref[4] == "0/4");
   CHECK(ref[5] == "–");

@@ -36,14 +36,15 @@ struct Arm {
 };
 
 
-// What sets the arm apart: its --policy-in and --param, or "defaults".
+// What sets the arm apart: its --policy-in and --param, or "default settings" (neither given —
+// which is not the paper's cold start: the rule plans still seed GA and SA unless a --param says not).
 std::string settings_of(const json& inputs) {
   std::string s;
   const std::string policy = inputs.value("policy_in", std::string());
   const std::string params = inputs.value("params", std::string());
   if (!policy.empty()) s += "warm start from " + std::filesystem::path(policy).filename().string();
   if (!params.empty()) s += std::string(s.empty() ? "" : "; ") + "--param " + params;
-  return s.empty() ? "cold, defaults" : s;
+  return s.empty() ? "default settings" : s;
 }
 
 // The arms DIR[:OPTIMIZER] stands for, from its journal: OPTIMIZER's runs, or one arm per
