@@ -16,7 +16,8 @@ LAYERS = {
     "workloads": {"common", "workloads"},
     "sim": {"common", "topologies", "workloads", "sim"},
     "optimizers": {"common", "topologies", "workloads", "sim", "optimizers"},
-    "tools": {"common", "topologies", "workloads", "sim", "optimizers", "tools"},
+    "studies": {"common", "topologies", "workloads", "sim", "optimizers", "studies"},
+    "tools": {"common", "topologies", "workloads", "sim", "optimizers", "studies", "tools"},
 }
 # Inside sim/: plan <- step <- serving <- simgrid, and serving <- whatif.
 SIM = {

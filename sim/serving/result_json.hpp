@@ -21,7 +21,7 @@ struct RunInputs {
   int requests = 0;
   bool offline = false;
   unsigned long long seed = 0;
-  json load = nullptr;  // how requests arrived (tools/cli/sim_inputs.hpp: load_to_json); null = not said
+  json load = nullptr;  // how requests arrived (studies/sim_inputs.hpp: load_to_json); null = not said
 };
 
 // The breakdown with what each figure sums over: `d` gives the replicas and GPUs per replica.

@@ -19,7 +19,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/compare_runner.hpp"
 #include "tools/cli/run_program.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "studies/sim_inputs.hpp"
 
 namespace shardsim::cli {
 

@@ -57,32 +57,27 @@
 #include "tools/cli/run_program.hpp"
 #include "tools/cli/mpi_evaluation.hpp"
 #include "tools/cli/search_runs.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "studies/problem_options.hpp"
+#include "tools/cli/option_table_cli.hpp"
 
 namespace shardsim::cli {
 
 namespace {
 
-struct SearchOptions {
+struct SearchOptions : ProblemSettings {
+  SearchOptions() { fidelity = "simgrid"; }  // the command's tier (the evaluator's is analytic)
   SimInputs in;
-  std::string fidelity = "simgrid";
   Tier tier = Tier::Simgrid;  // `fidelity`, read by check_options
-  std::string objective = "capacity";
-  std::string goal = "p99";
   std::string optimizers = "megatron,random,ga,sa";
   bool log_evals = false;  // anytime.png with evaluations on a log scale
   std::string reference;  // the optimizer the report tests the others against ("" = rl, else the first stochastic)
-  std::string space = "all";
-  std::string base;
   std::string params;
   std::string policy_in, policy_out;
   long budget = 100;
   std::string seeds = "3";  // K (seeds 1..K) or A..B
   int threads = 0;
   int workers = 0;
-  int samples = 16;
   double rank_timeout = 30;  // under mpirun: seconds of silence after which a rank is lost
-  bool online = false;
   bool quiet = false;
   std::string out;
   std::string resume;
@@ -617,16 +612,7 @@ void add_search_command(CLI::App& app) {
   add_sim_options(cmd, opt->in);
   // --objective max-rate draws its own rates: --arrivals applies there without --rate.
   cmd->get_option("--arrivals")->remove_needs(cmd->get_option("--rate"));
-  cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | full (see 'shardsim simulate --help')")->capture_default_str();
-  cmd->add_option("--objective", opt->objective,
-                  "capacity (the highest Poisson rate, req/s, meeting --slo at --goal, bracketed by the saturated rate; "
-                  "~6-8 runs per evaluation) | saturated (output tok/s of a backlog run extended until it converges) | "
-                  "drain (output tok/s of a run of the --requests given: depends on how many) | goodput (req/s within --slo "
-                  "over that run) | drain-tpot (drain, feasible only with TPOT within --slo at --goal); docs/optimizers.md")
-      ->capture_default_str();
-  cmd->add_option("--goal", opt->goal, "for capacity and drain-tpot: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')")
-      ->capture_default_str();
-  cmd->add_flag("--online", opt->online, "keep the trace's arrival times for the drain objectives");
+  add_declared(cmd, static_cast<ProblemSettings&>(*opt), problem_option_decls());
   cmd->add_option("--optimizers", opt->optimizers, "comma list of: megatron, random, exhaustive, ga, sa, rl, rl-noattn")
       ->capture_default_str();
   cmd->add_option("--budget", opt->budget, "evaluations per optimizer run")->capture_default_str()->check(CLI::Range(1L, 10'000'000L));
@@ -639,9 +625,6 @@ void add_search_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", opt->threads, "TBB threads (default: one per core)")->check(CLI::Range(1, 1024));
   cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per evaluation at simgrid fidelity")->capture_default_str();
-  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all; add pools to search disaggregated plans (pool split + each pool's plan)")->capture_default_str();
-  cmd->add_option("--base", opt->base, "plan for everything not searched (dtypes, fixed blocks); default: the model's defaults");
   cmd->add_option("--param", opt->params, "optimizer settings, e.g. ga.population=64,sa.restart=0.2 (docs/optimizers.md)");
   cmd->add_option("--policy-in", opt->policy_in, "warm-start rl / rl-noattn from this saved policy");
   cmd->add_option("--policy-out", opt->policy_out, "save the policy of the best rl / rl-noattn run here");

@@ -27,7 +27,7 @@
 #include "sim/serving/result_json.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "tools/cli/option_table_cli.hpp"
 #include "tools/cli/simulate_json.hpp"
 
 namespace shardsim::cli {

@@ -27,7 +27,7 @@
 #include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/run_program.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "tools/cli/option_table_cli.hpp"
 
 namespace shardsim::cli {
 

@@ -16,7 +16,7 @@
 #include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/engine.hpp"
 #include "sim/plan/plan_check.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "studies/sim_inputs.hpp"
 #include "workloads/request_trace.hpp"
 
 namespace shardsim::cli {

@@ -1,9 +1,8 @@
-// tools/cli/eval_problem.cpp — options through search's CLI11 options, plans in three forms, scores as JSON.
+// tools/cli/eval_problem.cpp — options through search's declared options, plans in three forms, scores as JSON.
 #include "tools/cli/eval_problem.hpp"
 
 #include <chrono>
 
-#include <CLI/CLI.hpp>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -12,7 +11,6 @@
 #include "sim/serving/metrics.hpp"
 #include "common/worker_pool.hpp"
 #include "tools/cli/eval_study.hpp"
-#include "tools/cli/option_checks.hpp"
 #include "tools/cli/search_runs.hpp"
 #include "tools/cli/simulate_json.hpp"
 
@@ -31,70 +29,21 @@ int value_index(const json& v, std::size_t size) {
 
 constexpr const char* kSource = "problem";
 
-void add_problem_options(CLI::App& app, ProblemOptions& o) {
-  add_sim_options(&app, o.in);
-  app.add_option("--fidelity", o.fidelity)->check(CLI::IsMember({"analytic", "simgrid", "full"}));
-  app.add_option("--objective", o.objective);
-  app.add_option("--goal", o.goal);
-  app.add_option("--space", o.space);
-  app.add_option("--base", o.base);
-  app.add_option("--samples", o.samples)->check(CLI::Range(1, 100000));
-  app.add_flag("--online", o.online);
-  harden(app);  // the checks the command line makes (seed: -1 was taken as 2^64 − 1)
-}
-
-// A JSON value as the text of a command-line value.
-std::string arg_text(const std::string& key, const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
-  if (v.is_number_float()) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v.get<double>());
-    return buf;
-  }
-  throw InputError(kSource, "/" + key, "expected a string, a number or true/false, got " + std::string(v.type_name()));
-}
-
 }  // namespace
 
 ProblemOptions parse_problem_options(const json& options) {
   if (!options.is_object()) throw InputError(kSource, "", "expected an object of search options, got " + std::string(options.type_name()));
   ProblemOptions o;
   o.in.requests = 300;  // as `shardsim search`
-  CLI::App app("problem");
-  add_problem_options(app, o);
-  std::vector<std::string> args = {"problem"};
-  for (auto it = options.begin(); it != options.end(); ++it) {
-    const std::string name = "--" + it.key();
-    CLI::Option* opt = app.get_option_no_throw(name);
-    if (!opt || it.key() == "help") {
-      std::string known;
-      for (const CLI::Option* x : app.get_options())
-        if (x->get_name().rfind("--", 0) == 0 && x->get_name() != "--help") known += (known.empty() ? "" : ", ") + x->get_name().substr(2);
-      throw InputError(kSource, "/" + it.key(), "unknown option (expected one of: " + known + ")");
-    }
-    if (it->is_boolean()) {
-      if (opt->get_expected_min() != 0) throw InputError(kSource, "/" + it.key(), "expected a value, not true/false");
-      if (it->get<bool>()) args.push_back(name);
-      continue;
-    }
-    if (opt->get_expected_min() == 0) throw InputError(kSource, "/" + it.key(), "a switch: expected true or false");
-    args.push_back(name);
-    args.push_back(arg_text(it.key(), *it));
-  }
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
+  OptionReader().add(sim_option_decls(), o.in).add(problem_option_decls(), static_cast<ProblemSettings&>(o)).read(options, kSource);
+  // The tier and the objective are read where their names live; their errors name the option.
+  Objective objective{};
   try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    std::string field;
-    const std::string what = e.what();
-    for (auto it = options.begin(); it != options.end() && field.empty(); ++it)
-      if (what.find("--" + it.key()) != std::string::npos) field = "/" + it.key();
-    throw InputError(kSource, field, what);
+    o.tier = parse_tier(o.fidelity, "fidelity");
+    objective = parse_objective(o.objective, "objective");
+  } catch (const InputError& e) {
+    throw InputError(kSource, "/" + e.source(), e.field() + ": " + e.reason());
   }
-  o.tier = parse_tier(o.fidelity, kSource + std::string(": /fidelity"));
-  const Objective objective = parse_objective(o.objective, kSource + std::string(": /objective"));
   if (objective_sets_load(objective) && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
     throw InputError(kSource, "/objective",
                      std::string(objective_name(objective)) + " chooses the load itself: drop rate, concurrency and offline");

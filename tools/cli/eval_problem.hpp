@@ -5,8 +5,8 @@
 // Owns: EvalProblem. Options are a JSON object whose keys are `shardsim search`'s option names
 // without the dashes ({"model": "deepseek-v3", "cluster": "dgx-h100:8", "requests": 300,
 // "offline": true, "fidelity": "analytic", "objective": "capacity", "space": "degrees"}); they
-// are parsed by the very CLI11 options `search` registers (tools/cli/sim_inputs), so defaults,
-// checks and error messages are the command's. The throughput objectives replay offline unless
+// are read by the declarations `search` registers (sim_option_decls, problem_option_decls), so
+// checks and error messages are the command's; the defaults too, but for the tier (analytic here). The throughput objectives replay offline unless
 // "online" or a load is given, as in `search`.
 // A plan is one of: a compact plan string or plan file ("tp=8,ep=8,dp=2", "megatron", "p.json");
 // an object of decisions {"<decision name>": label or value index} (decisions not named keep the
@@ -32,7 +32,8 @@
 #include "optimizers/space/search_space.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
 #include "tools/cli/eval_backend.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "studies/problem_options.hpp"
+#include "studies/sim_inputs.hpp"
 
 namespace shardsim {
 class WorkerPool;
@@ -40,16 +41,9 @@ class WorkerPool;
 
 namespace shardsim::cli {
 
-struct ProblemOptions {
+struct ProblemOptions : ProblemSettings {
   SimInputs in;
-  std::string fidelity = "analytic";
-  Tier tier = Tier::Analytic;  // `fidelity`, read by parse_problem_options
-  std::string objective = "capacity";
-  std::string goal = "p99";
-  std::string space = "all";
-  std::string base;
-  int samples = 16;
-  bool online = false;
+  Tier tier = Tier::Analytic;   // `fidelity`, read by parse_problem_options
   json given = json::object();  // the options as given (what results.json records)
 };
 

@@ -1,27 +1,20 @@
 // tools/cli/option_checks.cpp — see option_checks.hpp.
 #include "tools/cli/option_checks.hpp"
 
-#include <cerrno>
-#include <cstdlib>
 #include <set>
 #include <string>
 
 #include "common/input_error.hpp"
 #include "common/output_file.hpp"
+#include "studies/option_table.hpp"
 
 namespace shardsim::cli {
 
 namespace {
 
-// Whole numbers only, no sign, at most 2^64 − 1 (CLI11 wrapped "-1" and 2^64 onto one seed).
-std::string whole_u64(std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-    return "expected a whole number in [0, 18446744073709551615], got \"" + s + "\"";
-  errno = 0;
-  (void)std::strtoull(s.c_str(), nullptr, 10);
-  if (errno == ERANGE) return "value " + s + " is larger than 18446744073709551615";
-  return "";
-}
+// A seed: a whole number in [0, 2^64 − 1], as the declared options check it (CLI11 wrapped "-1"
+// and 2^64 onto one seed).
+std::string whole_u64(std::string& s) { return option_value_error(OptionCheck{OptionKind::Seed, 0, -1, {}}, s); }
 
 std::string nonempty_path(std::string& s) { return s.empty() ? "an empty file name" : ""; }
 

@@ -11,7 +11,7 @@
 #include "optimizers/search/search_driver.hpp"
 #include "optimizers/report/search_report.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
-#include "tools/cli/sim_inputs.hpp"
+#include "studies/sim_inputs.hpp"
 
 namespace shardsim::cli {
 

@@ -1,5 +1,5 @@
-// tools/cli/sim_inputs.cpp — shared scoring options and their loading.
-#include "tools/cli/sim_inputs.hpp"
+// studies/sim_inputs.cpp — the shared scoring inputs: their declarations and their loading.
+#include "studies/sim_inputs.hpp"
 
 #include <cstdio>
 #include <set>
@@ -9,59 +9,70 @@
 #include "common/text_number.hpp"
 #include "sim/plan/plan_check.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
-// --offline, --rate, --concurrency, --think-time and how they combine.
-void add_load_options(CLI::App* cmd, SimInputs& in, CLI::Option* arrivals) {
-  auto* offline = cmd->add_flag("--offline", in.offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)");
-  auto* rate = cmd->add_option("--rate", in.rate,
-                               "open loop: offer the trace's requests at R requests/s (lengths from the trace; docs/load.md)")
-                   ->check(CLI::Range(1e-9, 1e9));
-  auto* conc = cmd->add_option("--concurrency", in.concurrency,
-                               "closed loop: N clients, each sends its next request when its previous one finished")
-                   ->check(CLI::Range(1, 10'000'000));
-  cmd->add_option("--think-time", in.think_ms, "closed loop: milliseconds a client waits between requests")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e9))
-      ->needs(conc);
-  arrivals->needs(rate);
-  offline->excludes(rate)->excludes(conc);
-  rate->excludes(conc);
+std::vector<OptionDecl<SimInputs>> make_sim_option_decls() {
+  using D = OptionDecl<SimInputs>;
+  std::vector<D> v;
+  v.reserve(32);  // the references add() returns stay valid
+  auto add = [&](D d, bool show_default = true) -> D& {
+    d.show_default = show_default;
+    v.push_back(std::move(d));
+    return v.back();
+  };
+  add(decl("--model,-m", &SimInputs::model, "model preset, model JSON or Hugging Face config.json"));
+  add(decl("--cluster,-c", &SimInputs::cluster, "cluster shorthand (dgx-h100:N, …) or cluster JSON"));
+  add(decl("--trace,-t", &SimInputs::trace, "request trace: azure-conv, a CSV/JSONL path, or synthetic:…"));
+  add(decl("--requests,-n", &SimInputs::requests, "use the first N requests of the trace")).check = {OptionKind::Integer, 1, 10'000'000, {}};
+  D& arrivals = add(decl("--arrivals", &SimInputs::arrivals,
+                         "open-loop rates: poisson (exponential gaps from --seed) | trace (the trace's own gaps, rescaled)"));
+  arrivals.check.choices = {"poisson", "trace"};
+  arrivals.needs = {"--rate"};
+  D& offline = add(decl("--offline", &SimInputs::offline, "all requests arrive at t=0 (MLPerf Offline-style throughput)"), false);
+  offline.load = true;
+  offline.excludes = {"--rate", "--concurrency"};
+  D& rate = add(decl("--rate", &SimInputs::rate,
+                     "open loop: offer the trace's requests at R requests/s (lengths from the trace; docs/load.md)"),
+                false);
+  rate.check = {OptionKind::Real, 1e-9, 1e9, {}};
+  rate.load = true;
+  rate.excludes = {"--concurrency"};
+  D& conc = add(decl("--concurrency", &SimInputs::concurrency,
+                     "closed loop: N clients, each sends its next request when its previous one finished"),
+                false);
+  conc.check = {OptionKind::Integer, 1, 10'000'000, {}};
+  conc.load = true;
+  D& think = add(decl("--think-time", &SimInputs::think_ms, "closed loop: milliseconds a client waits between requests"));
+  think.check = {OptionKind::Real, 0, 1e9, {}};
+  think.load = true;
+  think.needs = {"--concurrency"};
+  add(decl("--prefilled", &SimInputs::prefilled,
+           "decode only: every request arrives with its prompt already in the KV cache (prefilled elsewhere, with "
+           "capacity to spare), as decode-pool benchmarks measure; its first token goes out when it is admitted"),
+      false)
+      .excludes = {"--concurrency"};
+  add(decl("--routing,-r", &SimInputs::routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…"));
+  add(decl("--slo", &SimInputs::slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS"));
+  add(decl("--seed", &SimInputs::seed, "seed of every random choice (synthetic traces and routing)"));
+  add(decl("--exact", &SimInputs::exact,
+           "score on the exact path: every step lowered with every layer and every token routed, nothing memoised, "
+           "folded or fast-forwarded (slow; the reference the fast path is checked against, docs/performance.md)"),
+      false);
+  add(decl("--routed-tokens", &SimInputs::routed_tokens,
+           "tokens of each prompt chunk routed per step, the rest estimated from them (0 = every token; "
+           "default 32, the exact path 0; docs/simulation.md)"),
+      false)
+      .check = {OptionKind::Integer, 0, 1'000'000, {}};
+  return v;
 }
 
 }  // namespace
 
-void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options) {
-  cmd->add_option("--model,-m", in.model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
-  cmd->add_option("--cluster,-c", in.cluster, "cluster shorthand (dgx-h100:N, …) or cluster JSON")->capture_default_str();
-  cmd->add_option("--trace,-t", in.trace, "request trace: azure-conv, a CSV/JSONL path, or synthetic:…")
-      ->capture_default_str();
-  cmd->add_option("--requests,-n", in.requests, "use the first N requests of the trace")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10'000'000));
-  auto* arrivals = cmd->add_option("--arrivals", in.arrivals,
-                                   "open-loop rates: poisson (exponential gaps from --seed) | trace (the trace's own gaps, rescaled)")
-                       ->capture_default_str()
-                       ->check(CLI::IsMember({"poisson", "trace"}));
-  if (load_options) add_load_options(cmd, in, arrivals);
-  auto* prefilled = cmd->add_flag(
-      "--prefilled", in.prefilled,
-      "decode only: every request arrives with its prompt already in the KV cache (prefilled elsewhere, with "
-      "capacity to spare), as decode-pool benchmarks measure; its first token goes out when it is admitted");
-  if (auto* conc = cmd->get_option_no_throw("--concurrency")) prefilled->excludes(conc);
-  cmd->add_option("--routing,-r", in.routing, "expert routing: an SSRT file, uniform, or synthetic:zipf=1.2,…")
-      ->capture_default_str();
-  cmd->add_option("--slo", in.slo, "latency objectives in ms for goodput: ttft=MS,tpot=MS")->capture_default_str();
-  cmd->add_option("--seed", in.seed, "seed of every random choice (synthetic traces and routing)")->capture_default_str();
-  cmd->add_flag("--exact", in.exact,
-                "score on the exact path: every step lowered with every layer and every token routed, nothing memoised, "
-                "folded or fast-forwarded (slow; the reference the fast path is checked against, docs/performance.md)");
-  cmd->add_option("--routed-tokens", in.routed_tokens,
-                  "tokens of each prompt chunk routed per step, the rest estimated from them (0 = every token; "
-                  "default 32, the exact path 0; docs/simulation.md)")
-      ->check(CLI::Range(0, 1'000'000));
+const std::vector<OptionDecl<SimInputs>>& sim_option_decls() {
+  static const std::vector<OptionDecl<SimInputs>> decls = make_sim_option_decls();
+  return decls;
 }
 
 std::string with_seed(const std::string& spec, unsigned long long seed) {
@@ -166,4 +177,4 @@ Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in) {
   return plan;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

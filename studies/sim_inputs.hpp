@@ -1,5 +1,9 @@
-// tools/cli/sim_inputs.hpp — the options every scoring command shares (simulate, validate, search)
-// and their loading: model, cluster, request trace, routing, SLO, seed.
+// studies/sim_inputs.hpp — the inputs every scoring entry shares (simulate, sweep, search, compare,
+// the open evaluator): model, cluster, request trace, load, routing, SLO, seed — declared once as
+// options (sim_option_decls: what the command line registers and the evaluator reads) — and their
+// loading.
+//
+// Owns: SimInputs, sim_option_decls(), LoadedInputs and load_inputs(), the load's description.
 //
 // Seeds: --seed S is appended to synthetic trace and routing specs that do not name their own
 // seed, so one user-visible seed controls every random choice of a run.
@@ -8,16 +12,15 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "common/json_reader.hpp"
+#include "studies/option_table.hpp"
 #include "sim/serving/serving.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/request_trace.hpp"
 #include "workloads/routing_trace.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 struct SimInputs {
   std::string model = "mixtral-8x7b";
@@ -38,10 +41,13 @@ struct SimInputs {
   int routed_tokens = -1;  // ≥ 0: ServingOptions::routed_tokens_per_seq (0 = all); −1 = the path's default
 };
 
-// Registers --model --cluster --trace --requests --offline --rate --arrivals --concurrency
-// --think-time --prefilled --routing --slo --seed --exact --routed-tokens on `cmd`. `load_options` false: the command sets
-// the load itself (sweep), so only --arrivals is registered of the load options.
-void add_sim_options(CLI::App* cmd, SimInputs& in, bool load_options = true);
+// --model --cluster --trace --requests --arrivals --offline --rate --concurrency --think-time
+// --prefilled --routing --slo --seed --exact --routed-tokens: names, help, checks and how they
+// combine (--offline, --rate and --concurrency exclude each other; --arrivals needs --rate,
+// --think-time needs --concurrency; --prefilled excludes --concurrency). The load options
+// (`load`: --offline --rate --concurrency --think-time) are left out by a command that sets the
+// load itself (sweep).
+const std::vector<OptionDecl<SimInputs>>& sim_option_decls();
 
 // How requests arrive, in words ("Poisson at 4 req/s") and as the result JSON's inputs.load.
 std::string describe_load(const SimInputs& in);
@@ -76,4 +82,4 @@ Plan load_feasible_plan(const std::string& spec, const LoadedInputs& in);
 // `spec` with ",seed=S" added when it is synthetic and names no seed.
 std::string with_seed(const std::string& spec, unsigned long long seed);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim
