@@ -244,7 +244,7 @@ TEST_CASE("pool: concurrent callers each get their own reply") {
   CHECK(pool.worker_pids() == workers);
 }
 
-TEST_CASE("pool: a worker killed by a signal fails its call; the next call runs on a fresh worker") {
+TEST_CASE("pool: a worker killed by a signal fails its call — the next call runs on a fresh worker") {
   WorkerPool pool(1, test_handler());
   const pid_t first = pool.worker_pids().at(0);
   CHECK(pool.call("count").reply == "1");
@@ -347,7 +347,7 @@ TEST_CASE("pool: per-worker state persists across calls") {
   CHECK(pool.call("pid").reply == std::to_string(pool.worker_pids().at(0)));
 }
 
-TEST_CASE("pool: a call past its timeout kills the worker; the pool goes on") {
+TEST_CASE("pool: a call past its timeout kills the worker — the pool goes on") {
   WorkerPoolOptions options;
   options.call_timeout = std::chrono::milliseconds(150);
   WorkerPool pool(1, test_handler(), options);

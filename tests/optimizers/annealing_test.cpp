@@ -54,7 +54,7 @@ TEST_CASE("sa: bad parameters are refused, naming the key and the value") {
   CHECK(all.unread("sa").empty());
 }
 
-TEST_CASE("sa: the same seed proposes the same genomes; another seed does not") {
+TEST_CASE("sa: the same seed proposes the same genomes — another seed does not") {
   Setup s;
   for (bool with_portfolio : {true, false}) {
     auto a = drive(s, std::make_unique<AnnealingOptimizer>(s.context(7, 200, nullptr, with_portfolio)), 200);

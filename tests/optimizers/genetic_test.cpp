@@ -58,7 +58,7 @@ TEST_CASE("ga: bad parameters are refused, naming the key and the value") {
   CHECK(all.unread("ga").empty());
 }
 
-TEST_CASE("ga: the same seed proposes the same genomes; another seed does not") {
+TEST_CASE("ga: the same seed proposes the same genomes — another seed does not") {
   Setup s;
   auto a = drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);
   auto b = drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);

@@ -221,7 +221,7 @@ int wait_exit(pid_t pid, int seconds) {
 
 }  // namespace
 
-TEST_CASE("resume: a study stopped after K evaluations resumes to the uninterrupted results (random, ga, rl; 2 threads)") {
+TEST_CASE("resume: a study stopped after K evaluations resumes to the uninterrupted results (random, ga, rl — 2 threads)") {
   ScratchGuard guard;
   Study st;
   const fs::path full = scratch("full"), part = scratch("part");
@@ -272,7 +272,7 @@ TEST_CASE("resume: a killed study (journal cut after K lines, torn last line) re
   }
 }
 
-TEST_CASE("resume: journal lines keep scores exactly; damage and divergence are refused with the line named") {
+TEST_CASE("resume: journal lines keep scores exactly — damage and divergence are refused with the line named") {
   ScratchGuard guard;
   const fs::path dir = scratch("lines");
   fs::create_directories(dir);
@@ -421,7 +421,7 @@ TEST_CASE("resume: a journal's --policy-out is not followed (a study folder cann
   fs::remove(outside);
 }
 
-TEST_CASE("search: a file name that is not UTF-8 is refused before the study starts; simulate writes its JSON") {
+TEST_CASE("search: a file name that is not UTF-8 is refused before the study starts — simulate writes its JSON") {
   ScratchGuard guard;
   const fs::path dir = scratch("utf8");
   const fs::path model = dir / "mix\xff.json";  // legal on Linux, not JSON text
@@ -460,7 +460,7 @@ TEST_CASE("search: a rerun into the same --out leaves no stale best-plan.json an
     CHECK(e.path().filename().string().find(".staging-") == std::string::npos);
 }
 
-TEST_CASE("search: --out naming a link to a folder writes into that folder; the link stays a link") {
+TEST_CASE("search: --out naming a link to a folder writes into that folder — the link stays a link") {
   ScratchGuard guard;
   const fs::path real = scratch("real"), link = scratch("link");
   fs::create_directories(real);
@@ -475,7 +475,7 @@ TEST_CASE("search: --out naming a link to a folder writes into that folder; the 
   CHECK(fs::exists(real / kJournalName));
 }
 
-TEST_CASE("search: a run killed while moving the user's files back loses none of them; the next run puts them back") {
+TEST_CASE("search: a run killed while moving the user's files back loses none of them — the next run puts them back") {
   ScratchGuard guard;
   const fs::path dir = scratch("killed-carry");
   fs::create_directories(dir);

@@ -69,7 +69,7 @@ TEST_CASE("space: canonical keys identify equal plans exactly, and the sizes cou
   CHECK(canon_visits == static_cast<long>(by_key.size()));
 }
 
-TEST_CASE("space: encode inverts decode on canonical genomes; equal primes are interchangeable") {
+TEST_CASE("space: encode inverts decode on canonical genomes — equal primes are interchangeable") {
   ModelSpec m = load_model("deepseek-v3");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:4")));
   PoolSpace s(m, *c, default_plan(m));
@@ -200,7 +200,7 @@ TEST_CASE("space: a disaggregated space splits the cluster into pools with their
   CHECK(!s->encode(plan_from_string("tp=8,dp=2", 16, plan_defaults(m)), g));
 }
 
-TEST_CASE("space: pool splits are whole nodes; padding genes of smaller pools stay 0") {
+TEST_CASE("space: pool splits are whole nodes — padding genes of smaller pools stay 0") {
   ModelSpec m = load_model("mixtral-8x7b");
   std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:3")));  // splits 8P16D and 16P8D
   SpaceOptions o;

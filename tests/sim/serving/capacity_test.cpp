@@ -37,7 +37,7 @@ struct Dense {
 
 }  // namespace
 
-TEST_CASE("capacity sample: seeded shuffles, or the trace in its order first; a prefix of any larger sample; arrivals at 0") {
+TEST_CASE("capacity sample: seeded shuffles, or the trace in its order first — a prefix of any larger sample — arrivals at 0") {
   const RequestTrace pop = load_request_trace("synthetic:n=50,seed=2");
   const RequestTrace a = capacity_sample(pop, 120, 9, true), b = capacity_sample(pop, 30, 9, true),
                      c = capacity_sample(pop, 120, 10, true), d = capacity_sample(pop, 50, 9, false);
@@ -105,7 +105,7 @@ TEST_CASE("saturated throughput: a trace too short to converge is extended, and 
   CHECK(capped.describe().find("NOT converged") != std::string::npos);
 }
 
-TEST_CASE("capacity under an SLO: never above the saturated rate; a goal nothing meets is infeasible") {
+TEST_CASE("capacity under an SLO: never above the saturated rate — a goal nothing meets is infeasible") {
   Dense d;
   CapacityOptions o;
   o.start_requests = 300;
@@ -215,7 +215,7 @@ TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores 
   CHECK(drain.evaluate(artefact).objective > drain.evaluate(rule).objective);
 }
 
-TEST_CASE("simulate --capacity: both measures with how they were measured; no 'steady state' without a steady window") {
+TEST_CASE("simulate --capacity: both measures with how they were measured — no 'steady state' without a steady window") {
   const std::string common = "simulate --model llama3-70b --cluster dgx-h100:1 --plan tp=4,dp=2,max_seqs=64 --fidelity analytic "
                              "--trace synthetic:n=600,prompt=lognormal:600:0.6,output=lognormal:150:0.5,seed=4 ";
   // 40 of the 600 requests end before the batches turn over: the run's window is not called steady.

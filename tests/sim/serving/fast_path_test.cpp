@@ -174,7 +174,7 @@ TEST_CASE("fast path: under two-batch overlap every layer is lowered, each with 
   CHECK(rel(f.metrics.ttft_ms.p50, x.metrics.ttft_ms.p50) < 0.01);
 }
 
-TEST_CASE("fast path: folded lowering stands for every layer; SimGrid programs are never folded") {
+TEST_CASE("fast path: folded lowering stands for every layer — SimGrid programs are never folded") {
   ModelSpec m = load_model("deepseek-v3");
   Cluster c = load_cluster("dgx-h100:2");
   Plan p = plan_from_string("tp=8,ep=8,pp=2", 16, plan_defaults(m));

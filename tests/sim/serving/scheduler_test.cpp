@@ -77,7 +77,7 @@ TEST_CASE("scheduler: reserving the maximum output admits fewer sequences than t
   CHECK(capped.result.breakdown.peak_seqs == exact.result.breakdown.peak_seqs);
 }
 
-TEST_CASE("scheduler: host costs add to every iteration; without CUDA graphs launches can outlast the GPU") {
+TEST_CASE("scheduler: host costs add to every iteration — without CUDA graphs launches can outlast the GPU") {
   Run base = run("tp=8,step_overhead_ms=0,seq_overhead_us=0", kTrace);
   Run host = run("tp=8,step_overhead_ms=5,seq_overhead_us=0", kTrace);
   long steps = host.result.breakdown.steps;

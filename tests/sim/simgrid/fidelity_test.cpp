@@ -61,7 +61,7 @@ TEST_CASE("fidelity: the full tier runs every step whole in SimGrid, never a fol
   CHECK(summarize(s, o, 2).completed == 3);
 }
 
-TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a failed evaluation") {
+TEST_CASE("fidelity: SimGrid steps through the worker pool — a killed worker is a failed evaluation") {
   // A handler that dies on request "die" and otherwise serves SimGrid steps.
   WorkerPool pool(2, [](std::string_view req) -> std::string {
     if (req == "die") ::raise(SIGKILL);
@@ -82,7 +82,7 @@ TEST_CASE("fidelity: SimGrid steps through the worker pool; a killed worker is a
   for (const auto& q : s.requests) CHECK(q.completed);
 }
 
-TEST_CASE("fidelity: workers dying on every sample are counted and backed off; the run still completes") {
+TEST_CASE("fidelity: workers dying on every sample are counted and backed off — the run still completes") {
   WorkerPool pool(2, [](std::string_view) -> std::string {
     ::raise(SIGKILL);
     return "";

@@ -51,7 +51,7 @@ Summary route_chunk(const RoutingSource& routing, const ExpertLayout& ex, int la
 
 }  // namespace
 
-TEST_CASE("routing population: shares sum to one per layer; concentration tells shared from private picks") {
+TEST_CASE("routing population: shares sum to one per layer — concentration tells shared from private picks") {
   const RoutingShape shape{4, 16, 2, 1, 1};
   auto uniform = make_routing("uniform", shape);
   const auto shares = uniform->pick_shares();

@@ -101,7 +101,7 @@ TEST_CASE("lowering: flops of one dense layer, worked by hand") {
   for (const auto& op : p.ops) CHECK(op.type == OpType::Compute);
 }
 
-TEST_CASE("lowering: TP inserts one all-reduce per block; replicated QKV inserts a gather") {
+TEST_CASE("lowering: TP inserts one all-reduce per block — replicated QKV inserts a gather") {
   ModelSpec m = tiny(false);
   Cluster c = load_cluster("dgx-h100:1");
   auto count = [&](const std::string& text, CollKind k) {

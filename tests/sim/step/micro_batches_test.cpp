@@ -27,7 +27,7 @@ ReplicaBatch batch_of(std::vector<std::vector<SeqWork>> groups) {
 
 }  // namespace
 
-TEST_CASE("micro-batches: halves keep every token; a prompt chunk across the cut is split head/tail") {
+TEST_CASE("micro-batches: halves keep every token — a prompt chunk across the cut is split head/tail") {
   // Group 0: three decodes and a 9-token chunk (12 tokens: the first half takes 6 = 3 decodes + 3
   // of the chunk). Group 1: one decode (it goes to the first half).
   ReplicaBatch b = batch_of({{{0, 10, 1, 10, true}, {1, 20, 1, 20, true}, {2, 5, 1, 5, true}, {3, 0, 9, 0, true}},
