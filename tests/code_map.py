@@ -41,7 +41,8 @@ RESTRICTED = [
     (re.compile(r"^simgrid/|^xbt/"), "SimGrid",
      lambda f: re.match(r"sim/simgrid/simgrid_[^/]*\.cpp$", f) is not None),
     (re.compile(r"^tbb/|^oneapi/tbb"), "TBB",
-     lambda f: f in ("optimizers/search/search_driver.cpp", "sim/serving/load_sweep.cpp") or f.startswith("tools/")),
+     lambda f: f in ("optimizers/search/search_driver.cpp", "sim/serving/load_sweep.cpp", "studies/eval_problem.cpp",
+                   "studies/eval_study.cpp", "studies/compare_runner.cpp") or f.startswith("tools/")),
     (re.compile(r"^mpi\.h$"), "MPI", lambda f: f == "tools/cli/mpi_evaluation.cpp"),
     (re.compile(r"^CLI/"), "CLI11", lambda f: f.startswith("tools/cli/")),
 ]

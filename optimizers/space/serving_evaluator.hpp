@@ -81,7 +81,7 @@ class ServingEvaluator : public Evaluator {
   Evaluation evaluate_detailed(const Plan& plan) const override { return evaluate_reporting(plan, nullptr); }
   // The same, and the metrics of the run that decided the score into `metrics` when not null (for
   // Capacity the second half of the run at the capacity rate, for Saturated the backlog run): what
-  // the open evaluator (tools/cli/eval_problem) reports per plan.
+  // the open evaluator (studies/eval_problem) reports per plan.
   Evaluation evaluate_reporting(const Plan& plan, Metrics* metrics) const;
   // The capacity measures of `plan` with the evaluator's inputs (whatever its objective).
   SloCapacity capacity(const Plan& plan, EvalFaults* faults = nullptr) const;

@@ -1,6 +1,6 @@
-// tests/fuzz/fuzz_eval_protocol.cpp — the open evaluator's JSON-lines protocol (tools/cli/eval_service):
+// tests/fuzz/fuzz_eval_protocol.cpp — the open evaluator's JSON-lines protocol (studies/eval_service):
 // whole conversations, one request per line, through EvalService::handle_text as serve-evaluator
-// and the Python module call it. The problem behind it is a stand-in (tools/cli/eval_backend.hpp),
+// and the Python module call it. The problem behind it is a stand-in (studies/eval_backend.hpp),
 // so the target fuzzes the protocol — the envelope, each operation's arguments, study numbers and
 // budgets, error replies — not the simulator: plan strings go to the real plan loader, budgets are
 // counted, a report writes nothing. Every line gets exactly one reply, and every reply is one line
@@ -14,13 +14,13 @@
 
 #include "checks.hpp"
 #include "sim/plan/plan.hpp"
-#include "tools/cli/eval_service.hpp"
+#include "studies/eval_service.hpp"
 
 namespace {
 
 using shardsim::InputError;
 using shardsim::json;
-using namespace shardsim::cli;
+using namespace shardsim;
 
 // Plans as the real problem takes them, minus the space: text through the real loader, a decision
 // object or a genome of integers accepted as they are; anything else is an error naming /plan.

@@ -2,7 +2,7 @@
 //
 // Scenarios are the product of the axes given on the command line (--model, --cluster, --engine,
 // --load, --plan, each repeatable) or in a scenario file (--scenarios FILE, JSON: see
-// sim/whatif/scenario.hpp). tools/cli/compare_runner scores them (searches first, then every
+// sim/whatif/scenario.hpp). studies/compare_runner scores them (searches first, then every
 // distinct scenario once, in parallel); sim/whatif/comparison writes the table, the Pareto
 // frontier and "why they differ". Output: the Markdown on stdout and, with --out DIR, compare.md,
 // compare.csv, compare.json, compare.gp and compare.png (when gnuplot is there), swapped in as
@@ -17,8 +17,8 @@
 #include "sim/serving/load_sweep.hpp"
 #include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/compare_runner.hpp"
-#include "tools/cli/run_program.hpp"
+#include "studies/compare_runner.hpp"
+#include "studies/run_program.hpp"
 #include "studies/sim_inputs.hpp"
 
 namespace shardsim::cli {
@@ -141,12 +141,8 @@ void run(CompareOptions& opt, CLI::App* cmd) {
   if (implied_rate) opt.settings.max_rate = true;
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
   opt.settings.threads = opt.threads > 0 ? opt.threads : default_workers();  // one per core
-  std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
-  if (opt.settings.tier != Tier::Analytic)
-    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
-  std::unique_ptr<SimgridRunner> runner;
-  if (pool) runner = make_pool_runner(*pool);
-  const std::vector<ScenarioOutcome> outcomes = run_comparison(scenarios, opt.settings, runner.get());
+  const Scorer scorer(opt.settings.tier, opt.workers, opt.settings.samples);  // its pool forks before any thread exists
+  const std::vector<ScenarioOutcome> outcomes = run_comparison(scenarios, opt.settings, scorer);
 
   CompareContext ctx;
   ctx.title = title_of(outcomes, opt.settings);

@@ -14,8 +14,8 @@
 // outputs known so far are written, marked incomplete, and the command exits 130/143; a second
 // signal exits at once. The outputs are written as a set into a staging folder swapped in whole
 // (optimizers/search/study_dir). `search merge DIR… --out OUT` joins studies of one problem
-// (tools/cli/search_merge) and resumes the merged journal, which replays every evaluation;
-// `search compare ARM…` sets arms of studies of one problem side by side (tools/cli/search_compare).
+// (studies/search_merge) and resumes the merged journal, which replays every evaluation;
+// `search compare ARM…` sets arms of studies of one problem side by side (studies/search_compare).
 // Under `mpirun -np K`, rank 0 runs everything above and ranks 1…K−1 only score plans for it
 // (tools/cli/mpi_evaluation): the same results, journal and report as one process.
 #include <signal.h>
@@ -48,15 +48,16 @@
 #include "common/embedded.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
 #include "sim/serving/metrics.hpp"
-#include "tools/cli/search_compare.hpp"
-#include "tools/cli/search_merge.hpp"
+#include "studies/search_compare.hpp"
+#include "studies/search_merge.hpp"
 #include "optimizers/search/study_dir.hpp"
 #include "common/worker_pool.hpp"
+#include "sim/simgrid/scorer.hpp"
 #include "topologies/cluster_io.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/run_program.hpp"
+#include "studies/run_program.hpp"
 #include "tools/cli/mpi_evaluation.hpp"
-#include "tools/cli/search_runs.hpp"
+#include "studies/search_runs.hpp"
 #include "studies/problem_options.hpp"
 #include "tools/cli/option_table_cli.hpp"
 
@@ -508,9 +509,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   if (!opt.resume.empty()) resumed = open_resume(opt, cmd);
   check_options(opt);
   // The worker pool forks its zygote before any thread exists (TBB starts later).
-  std::unique_ptr<WorkerPool> pool;
-  if (opt.tier != Tier::Analytic)
-    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : cores(), simgrid_worker_handler);
+  const Scorer tier_scorer(opt.tier, opt.workers > 0 ? opt.workers : cores(), opt.samples);
   // MPI after the pool's fork, before any thread.
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpirun()) mpi = std::make_unique<MpiSession>();
@@ -532,9 +531,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
     throw InputError("--reference", opt.reference, "expected one of the stochastic optimizers in --optimizers (" + opt.optimizers + ")");
   std::vector<RuleGenes> rules = portfolio_genes(space);
   std::vector<SearchRun> runs = make_runs(names, rules, space, parse_seeds(opt.seeds));
-  std::unique_ptr<SimgridRunner> runner;
-  if (pool) runner = make_pool_runner(*pool);
-  ServingEvaluator evaluator(evaluator_inputs(opt, L, so, runner.get()));
+  ServingEvaluator evaluator(evaluator_inputs(opt, L, so, tier_scorer.runner()));
   // Under mpirun, ranks ≥ 1 only score plans for rank 0 (tools/cli/mpi_evaluation).
   if (mpi && mpi->rank() > 0) {
     if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores(), opt.rank_timeout))
@@ -565,7 +562,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   SearchOutcome out =
       run_search(space, scorer, runs, settings, [&](std::size_t i, const RunRecord& rec) { progress.update(i, rec); });
   progress.finish();
-  if (runner) out.faults.worker_restarts = static_cast<long>(runner->restarts());
+  if (tier_scorer.runner()) out.faults.worker_restarts = static_cast<long>(tier_scorer.runner()->restarts());
   std::vector<int> lost;
   if (remote) {
     lost = remote->lost_ranks();

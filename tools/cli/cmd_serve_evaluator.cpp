@@ -1,5 +1,5 @@
 // tools/cli/cmd_serve_evaluator.cpp — `shardsim serve-evaluator`: the open evaluator's ask/tell
-// protocol over JSON lines on stdin/stdout (tools/cli/eval_service; docs/open-evaluator.md).
+// protocol over JSON lines on stdin/stdout (studies/eval_service; docs/open-evaluator.md).
 //
 // One request per line in, one reply per line out, in order, flushed after each. Blank lines are
 // skipped; a line over 64 MiB gets an error reply; a line that is not JSON or a request that is wrong gets an error reply and the loop
@@ -12,8 +12,8 @@
 #include "sim/simgrid/fidelity.hpp"
 #include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/eval_problem.hpp"
-#include "tools/cli/eval_service.hpp"
+#include "studies/eval_problem.hpp"
+#include "studies/eval_service.hpp"
 
 namespace shardsim::cli {
 

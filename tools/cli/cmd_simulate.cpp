@@ -17,7 +17,7 @@
 #include "common/output_file.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/step/analytic_executor.hpp"
-#include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/scorer.hpp"
 #include "sim/simgrid/link_report.hpp"
 #include "common/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
@@ -28,7 +28,7 @@
 #include "sim/step/schedule_summary.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/option_table_cli.hpp"
-#include "tools/cli/simulate_json.hpp"
+#include "studies/simulate_json.hpp"
 
 namespace shardsim::cli {
 
@@ -321,9 +321,7 @@ void run(const SimulateOptions& opt) {
     from_step = std::stol(opt.timeline_from);
   }
   // The worker pool forks its zygote before anything else runs (no threads exist yet).
-  std::unique_ptr<WorkerPool> pool;
-  if (tier != Tier::Analytic)
-    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
+  const Scorer scorer(tier, opt.workers, opt.samples);
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);
   ServingOptions so = L.serving;
@@ -331,16 +329,13 @@ void run(const SimulateOptions& opt) {
   so.timeline_steps = opt.timeline_out.empty() ? 0 : opt.timeline_steps;
   so.timeline_from_decode = from_decode;
   so.timeline_from = from_step;
-  std::unique_ptr<SimgridRunner> runner;
-  if (pool) runner = make_pool_runner(*pool);
   FidelityReport fr;
-  ServingResult r = serve_at_fidelity(tier, plan, L.model, *L.cluster, opt.in.cluster, L.trace, L.routing.get(), so,
-                                      runner.get(), fr, opt.samples);
+  ServingResult r = scorer.serve({L.model, *L.cluster, opt.in.cluster, plan, L.trace, L.routing.get(), so}, fr);
   Metrics m = summarize(r, so, L.cluster->num_gpus());
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_report(opt.in, L, plan, r, m, opt.fidelity, fr);
   json capacity;
-  if (opt.capacity) capacity = report_capacity(opt, tier, L, plan, runner.get());
+  if (opt.capacity) capacity = report_capacity(opt, tier, L, plan, scorer.runner());
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
                opt.in.requests, opt.in.offline, opt.in.seed, load_to_json(opt.in)};
   // All the requested files or none (a full disk once left --json written and --timeline not).

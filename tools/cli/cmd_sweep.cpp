@@ -23,10 +23,10 @@
 #include "sim/serving/capacity.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
-#include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/scorer.hpp"
 #include "common/worker_pool.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/run_program.hpp"
+#include "studies/run_program.hpp"
 #include "tools/cli/option_table_cli.hpp"
 
 namespace shardsim::cli {
@@ -68,13 +68,12 @@ std::vector<double> parse_list(const std::string& text, const char* option, bool
 }
 
 // Everything a point needs to be scored.
-struct Scorer {
+struct PointScorer {
   const SweepOptions& opt;
   const LoadedInputs& L;
   const Plan& plan;
-  SimgridRunner* runner;
+  const Scorer& scorer;
   bool closed;
-  Tier tier;
 
   Metrics operator()(double load) const {
     ServingOptions so = L.serving;
@@ -82,8 +81,7 @@ struct Scorer {
     if (closed) so.concurrency = static_cast<int>(load);
     const RequestTrace t = closed ? L.trace : trace_at_rate(opt.in, L.trace, load);
     FidelityReport fr;
-    ServingResult r = serve_at_fidelity(tier, plan, L.model, *L.cluster, opt.in.cluster, t, L.routing.get(), so,
-                                        runner, fr, opt.samples);
+    ServingResult r = scorer.serve({L.model, *L.cluster, opt.in.cluster, plan, t, L.routing.get(), so}, fr);
     return summarize(r, so, L.cluster->num_gpus());
   }
 };
@@ -92,11 +90,10 @@ struct Scorer {
 // measured on a backlog of the whole trace extended until it converges. The automatic range's
 // scale, and the ceiling of the capacity search: a rate above it cannot be sustained however long
 // the run, so it is never reported as met.
-SaturatedThroughput sustainable(const Scorer& s) {
+SaturatedThroughput sustainable(const PointScorer& s) {
   const CapacityServe serve = [&](const RequestTrace& t, const ServingOptions& o, Metrics& m) {
     FidelityReport fr;
-    ServingResult r = serve_at_fidelity(Tier::Analytic, s.plan, s.L.model, *s.L.cluster, s.opt.in.cluster, t, s.L.routing.get(), o,
-                                        nullptr, fr);
+    ServingResult r = s.scorer.serve({s.L.model, *s.L.cluster, s.opt.in.cluster, s.plan, t, s.L.routing.get(), o}, fr, Tier::Analytic);
     m = summarize(r, o, s.L.cluster->num_gpus());
     return r;
   };
@@ -218,16 +215,12 @@ Tier check_options(const SweepOptions& opt) {
 void run(const SweepOptions& opt) {
   const Tier tier = check_options(opt);
   if (!opt.out.empty()) prepare_study_dir(opt.out, false);  // a folder that cannot be made fails before the work
-  std::unique_ptr<WorkerPool> pool;  // forked before any thread exists
-  if (tier != Tier::Analytic)
-    pool = std::make_unique<WorkerPool>(opt.workers > 0 ? opt.workers : default_workers(), simgrid_worker_handler);
+  const Scorer scorer(tier, opt.workers, opt.samples);  // its pool forks before any thread exists
   LoadedInputs L = load_inputs(opt.in);
   Plan plan = load_feasible_plan(opt.plan, L);
   const SloGoal goal = parse_slo_goal(opt.goal, L.serving.slo_ttft, L.serving.slo_tpot, "--goal");
-  std::unique_ptr<SimgridRunner> runner;
-  if (pool) runner = make_pool_runner(*pool);
   const bool closed = !opt.clients.empty();
-  const Scorer score{opt, L, plan, runner.get(), closed, tier};
+  const PointScorer score{opt, L, plan, scorer, closed};
   const SaturatedThroughput sat = sustainable(score);
   const double capacity = sat.request_s;
   const std::vector<double> loads = sweep_loads_of(opt, plan, capacity, static_cast<int>(L.trace.requests.size()));

@@ -1,4 +1,4 @@
-// tools/cli/simulate_json.hpp — the result JSON of one simulation (schema shardsim.result/1) as
+// studies/simulate_json.hpp — the result JSON of one simulation (schema shardsim.result/1) as
 // `shardsim simulate --json` writes it: the serving result plus the fidelity tier's report.
 // One function, so the command, `shardsim serve-evaluator` and the Python module write the same
 // bytes for the same run (their "simulate" operation; only provenance.wall_s differs between runs).
@@ -9,7 +9,7 @@
 #include "sim/serving/result_json.hpp"
 #include "sim/simgrid/fidelity.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 // The collective kind of FidelityReport's per-kind arrays ("all-reduce", …, "send").
 const char* collective_kind_name(int k);
@@ -17,4 +17,4 @@ const char* collective_kind_name(int k);
 json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
                           const ServingOptions& so, double wall_s, const FidelityReport& fr);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,5 +1,5 @@
-// tools/cli/search_merge.cpp — the merged journal of several studies of one problem.
-#include "tools/cli/search_merge.hpp"
+// studies/search_merge.cpp — the merged journal of several studies of one problem.
+#include "studies/search_merge.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "optimizers/algorithms/optimizer.hpp"
 #include "optimizers/search/study_dir.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -176,4 +176,4 @@ void write_merged_journal(const std::vector<std::string>& dirs, const std::strin
   write_file_atomically((std::filesystem::path(out) / kJournalName).string(), json_text(header) + "\n" + text);
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

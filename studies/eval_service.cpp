@@ -1,12 +1,12 @@
-// tools/cli/eval_service.cpp — the envelope, each operation's arguments, error replies.
-#include "tools/cli/eval_service.hpp"
+// studies/eval_service.cpp — the envelope, each operation's arguments, error replies.
+#include "studies/eval_service.hpp"
 
 #include <mutex>
 #include <utility>
 
 #include "common/input_error.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -155,4 +155,4 @@ json EvalService::dispatch(const std::string& op, const json& req) {
   throw InputError(kSource, "/op", op + ": unknown operation (expected open, space, score, simulate, study, evaluate, report or close)");
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

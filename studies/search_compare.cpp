@@ -1,5 +1,5 @@
-// tools/cli/search_compare.cpp — arms of several studies of one problem, compared at one budget.
-#include "tools/cli/search_compare.hpp"
+// studies/search_compare.cpp — arms of several studies of one problem, compared at one budget.
+#include "studies/search_compare.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,9 +12,9 @@
 #include "optimizers/algorithms/optimizer.hpp"
 #include "optimizers/report/search_report.hpp"
 #include "optimizers/report/statistics.hpp"
-#include "tools/cli/search_merge.hpp"
+#include "studies/search_merge.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -224,4 +224,4 @@ std::string compare_studies(const std::vector<std::string>& specs, long budget) 
   return render(arms, c, header["inputs"], budget > 0);
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/search_merge.hpp — `shardsim search merge DIR… --out OUT`: studies of one problem
+// studies/search_merge.hpp — `shardsim search merge DIR… --out OUT`: studies of one problem
 // combined into one, as if their runs had been one search.
 //
 // Owns: write_merged_journal() and check_same_problem(). It reads every study's journal, refuses studies of different
@@ -17,7 +17,7 @@
 
 #include "common/json_reader.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 void write_merged_journal(const std::vector<std::string>& dirs, const std::string& out);
 
@@ -26,4 +26,4 @@ void write_merged_journal(const std::vector<std::string>& dirs, const std::strin
 void check_same_problem(const json& first, const std::string& first_path, const json& other, const std::string& other_path,
                         const std::vector<std::string>& may_differ, const std::string& why);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/eval_problem.hpp — one search problem opened for an outside optimizer (issue 16): the
+// studies/eval_problem.hpp — one search problem opened for an outside optimizer (issue 16): the
 // inputs `shardsim search` would load, its search space, and scoring of plans given as text,
 // decision dicts or genomes, with results as JSON.
 //
@@ -31,7 +31,7 @@
 #include "optimizers/space/megatron_portfolio.hpp"
 #include "optimizers/space/search_space.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
-#include "tools/cli/eval_backend.hpp"
+#include "studies/eval_backend.hpp"
 #include "studies/problem_options.hpp"
 #include "studies/sim_inputs.hpp"
 
@@ -39,7 +39,7 @@ namespace shardsim {
 class WorkerPool;
 }
 
-namespace shardsim::cli {
+namespace shardsim {
 
 struct ProblemOptions : ProblemSettings {
   SimInputs in;
@@ -91,7 +91,7 @@ class EvalProblem : public EvalProblemApi {
   json score_resolved(const ResolvedPlan& p, Evaluation* eval = nullptr) const;
   // The result JSON `shardsim simulate --json` writes for this plan and the problem's options.
   json simulate(const json& plan) const override;
-  // An EvalStudy of this problem (tools/cli/eval_study.hpp).
+  // An EvalStudy of this problem (studies/eval_study.hpp).
   std::unique_ptr<EvalStudyApi> study(long budget) const override;
 
  private:
@@ -115,4 +115,4 @@ class EvalProblem : public EvalProblemApi {
 // What EvalService opens problems with: EvalProblem on `pool` (null = analytic tier only).
 ProblemOpener problem_opener(WorkerPool* pool);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,5 +1,5 @@
-// tools/cli/eval_problem.cpp — options through search's declared options, plans in three forms, scores as JSON.
-#include "tools/cli/eval_problem.hpp"
+// studies/eval_problem.cpp — options through search's declared options, plans in three forms, scores as JSON.
+#include "studies/eval_problem.hpp"
 
 #include <chrono>
 
@@ -10,11 +10,11 @@
 #include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
 #include "common/worker_pool.hpp"
-#include "tools/cli/eval_study.hpp"
-#include "tools/cli/search_runs.hpp"
-#include "tools/cli/simulate_json.hpp"
+#include "studies/eval_study.hpp"
+#include "studies/search_runs.hpp"
+#include "studies/simulate_json.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -301,4 +301,4 @@ ProblemOpener problem_opener(WorkerPool* pool) {
   return [pool](const json& options) -> std::unique_ptr<EvalProblemApi> { return std::make_unique<EvalProblem>(options, pool); };
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/run_program.hpp — running a helper program (gnuplot) without a shell.
+// studies/run_program.hpp — running a helper program (gnuplot) without a shell.
 //
 // Owns: run_quietly_in(), plot_png(). The program is found on PATH and started with posix_spawnp in the given
 // working directory, its output discarded: nothing in the directory name or the arguments is
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace shardsim::cli {
+namespace shardsim {
 
 // Runs argv[0] with `dir` as its working directory; true when it exits 0.
 bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv);
@@ -18,4 +18,4 @@ bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv
 // cut or missing image is removed and reported as no plot.
 bool plot_png(const std::string& dir, const std::string& script, const std::string& png);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,5 +1,5 @@
-// tools/cli/search_runs.cpp — seeds, runs and the output set of a study.
-#include "tools/cli/search_runs.hpp"
+// studies/search_runs.cpp — seeds, runs and the output set of a study.
+#include "studies/search_runs.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -7,10 +7,10 @@
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
 #include "optimizers/search/study_dir.hpp"
-#include "tools/cli/run_program.hpp"
+#include "studies/run_program.hpp"
 #include "workloads/request_trace.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 SeedRange parse_seeds(const std::string& text) {
   SeedRange r;
@@ -93,4 +93,4 @@ bool write_study_outputs(const std::string& out, const json& inputs, const Searc
   return plotted;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

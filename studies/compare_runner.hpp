@@ -1,4 +1,4 @@
-// tools/cli/compare_runner.hpp — scoring a comparison's scenarios (`shardsim compare`).
+// studies/compare_runner.hpp — scoring a comparison's scenarios (`shardsim compare`).
 //
 // Owns: CompareSettings (what every scenario shares), GpuPrices and run_comparison(). It runs in
 // three phases so that bad input never costs work:
@@ -11,7 +11,7 @@
 //   3. score: each distinct (inputs, load, plan) is served once, in parallel on a TBB arena of
 //      `threads` threads (the search's evaluations and identical scenarios are shared, never
 //      recomputed); results do not depend on the thread count.
-// Thread-safety: run_comparison is called from one thread; the runner must be thread-safe.
+// Thread-safety: run_comparison is called from one thread; the scorer's runner must be thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "sim/serving/load_sweep.hpp"
-#include "sim/simgrid/fidelity.hpp"
+#include "sim/simgrid/scorer.hpp"
 #include "sim/whatif/comparison.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 // $ per GPU-hour: one price for every GPU, or prices by GPU name ("H100=2.5,GB200=6": the first
 // key found, ignoring case, in the GPU model's name).
@@ -52,7 +52,8 @@ struct CompareSettings {
   int threads = 1;
 };
 
+// Scored through `scorer`, whose tier and samples are the settings' (cmd_compare builds it from them).
 std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenarios, const CompareSettings& settings,
-                                            SimgridRunner* runner);
+                                            const Scorer& scorer);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

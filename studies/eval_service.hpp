@@ -1,4 +1,4 @@
-// tools/cli/eval_service.hpp — the open evaluator's operations, one JSON request in, one JSON
+// studies/eval_service.hpp — the open evaluator's operations, one JSON request in, one JSON
 // reply out: what `shardsim serve-evaluator` speaks over JSON lines and what the Python module
 // calls (docs/open-evaluator.md has the message schema).
 //
@@ -16,7 +16,7 @@
 //   close                                               → {}          (the loop ends)
 // The service owns the protocol: the envelope, each operation's arguments, the studies' numbers
 // and the error replies; the problem and its studies answer behind EvalProblemApi
-// (tools/cli/eval_backend.hpp), so the protocol is fuzzed without the simulator.
+// (studies/eval_backend.hpp), so the protocol is fuzzed without the simulator.
 // Thread-safety: handle() may be called from several threads (see mu_); the problem parallelises
 // "plans" itself.
 #pragma once
@@ -27,9 +27,9 @@
 #include <string>
 
 #include "common/json_reader.hpp"
-#include "tools/cli/eval_backend.hpp"
+#include "studies/eval_backend.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 // The most SimGrid worker processes a service (serve-evaluator --workers, Python's Problem) starts.
 constexpr int kMaxWorkers = 1024;
@@ -37,7 +37,7 @@ constexpr int kMaxWorkers = 1024;
 class EvalService {
  public:
   // `open`: what an "open" request's problem is opened with (shardsim's: problem_opener(pool),
-  // tools/cli/eval_problem.hpp).
+  // studies/eval_problem.hpp).
   explicit EvalService(ProblemOpener open);
   ~EvalService();
   // One request → its reply (never throws for bad input: the reply says what was wrong).
@@ -68,4 +68,4 @@ class EvalService {
   bool closed_ = false;
 };
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/eval_study.hpp — an outside optimizer's study on an EvalProblem: its evaluations
+// studies/eval_study.hpp — an outside optimizer's study on an EvalProblem: its evaluations
 // counted against a budget, and its report beside the built-in optimizers' (issue 16).
 //
 // Owns: EvalStudy. An outside optimizer (any name that is not a built-in one) scores plans of
@@ -21,9 +21,9 @@
 
 #include "common/json_reader.hpp"
 #include "optimizers/space/evaluator.hpp"
-#include "tools/cli/eval_problem.hpp"
+#include "studies/eval_problem.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 class EvalStudy : public EvalStudyApi {
  public:
@@ -56,4 +56,4 @@ class EvalStudy : public EvalStudyApi {
   std::map<std::pair<std::string, std::uint64_t>, OutsideRun> runs_;
 };
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/search_runs.hpp — what `shardsim search` and the open evaluator's studies share: the
+// studies/search_runs.hpp — what `shardsim search` and the open evaluator's studies share: the
 // seeds a study runs, its runs per optimizer, and writing its output set.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "optimizers/space/serving_evaluator.hpp"
 #include "studies/sim_inputs.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 struct SeedRange {
   std::uint64_t first = 1, last = 3;
@@ -48,4 +48,4 @@ std::vector<SearchRun> make_runs(const std::vector<std::string>& names, const st
 bool write_study_outputs(const std::string& out, const json& inputs, const SearchReport& rep, const SearchOutcome& outcome,
                          const SearchSpace& space, const std::string& unit, const std::string& md, long budget, bool log_evals);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,4 +1,4 @@
-// tools/cli/search_compare.hpp — `shardsim search compare DIR[:OPTIMIZER]…`: runs of several
+// studies/search_compare.hpp — `shardsim search compare DIR[:OPTIMIZER]…`: runs of several
 // studies of one problem side by side, at one budget, with the statistics a study's report gives.
 //
 // Owns: compare_studies(). Each argument gives *arms*: DIR:OPTIMIZER the runs of OPTIMIZER in the
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace shardsim::cli {
+namespace shardsim {
 
 // The comparison as Markdown. `budget` 0 = the smallest budget among the runs.
 std::string compare_studies(const std::vector<std::string>& arms, long budget);
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

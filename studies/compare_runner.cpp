@@ -1,5 +1,5 @@
-// tools/cli/compare_runner.cpp — prepare, search and score a comparison's scenarios.
-#include "tools/cli/compare_runner.hpp"
+// studies/compare_runner.cpp — prepare, search and score a comparison's scenarios.
+#include "studies/compare_runner.hpp"
 
 #include <algorithm>
 #include <map>
@@ -19,7 +19,7 @@
 #include "studies/sim_inputs.hpp"
 #include "workloads/request_trace.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -218,7 +218,7 @@ double max_rate_of(const Prepared& p, const CompareSettings& s, SimgridRunner* r
   return sc.feasible ? sc.objective : 0;
 }
 
-ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettings& s, SimgridRunner* runner) {
+ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettings& s, const Scorer& scorer) {
   ScenarioOutcome o;
   o.scenario = sc;
   o.gpus = p.in->cluster->num_gpus();
@@ -232,8 +232,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   const ServingOptions so = serving_of(p, true);
   const RequestTrace trace = trace_of(p, s);
   FidelityReport fr;
-  const ServingResult r = serve_at_fidelity(s.tier, p.plan, p.in->model, *p.in->cluster, p.cluster_spec, trace,
-                                            p.in->routing.get(), so, runner, fr, s.samples);
+  const ServingResult r = scorer.serve({p.in->model, *p.in->cluster, p.cluster_spec, p.plan, trace, p.in->routing.get(), so}, fr, s.tier);
   o.metrics = summarize(r, so, o.gpus);
   o.breakdown = r.breakdown;
   for (int id = 0; id < p.in->cluster->num_links(); ++id) o.links[static_cast<std::size_t>(p.in->cluster->link(id).cls)]++;
@@ -252,7 +251,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
     o.reason = r.note;
   }
   if (s.max_rate && o.feasible) {
-    o.max_rate = max_rate_of(p, s, runner);
+    o.max_rate = max_rate_of(p, s, scorer.runner());
   }
   return o;
 }
@@ -287,7 +286,8 @@ GpuPrices parse_gpu_prices(const std::string& text, const std::string& source, c
 }
 
 std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenarios, const CompareSettings& s,
-                                            SimgridRunner* runner) {
+                                            const Scorer& scorer) {
+  SimgridRunner* runner = scorer.runner();
   InputsCache cache;
   std::vector<Prepared> prepared = prepare(scenarios, s, cache);
   run_searches(prepared, scenarios, s, runner);
@@ -306,7 +306,7 @@ std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenari
   tbb::task_arena arena(std::max(1, s.threads));
   arena.execute([&] {
     tbb::parallel_for(std::size_t{0}, jobs.size(), [&](std::size_t j) {
-      done[j] = score(prepared[jobs[j]], scenarios[jobs[j]], s, runner);
+      done[j] = score(prepared[jobs[j]], scenarios[jobs[j]], s, scorer);
     });
   });
   std::vector<ScenarioOutcome> out;
@@ -318,4 +318,4 @@ std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenari
   return out;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

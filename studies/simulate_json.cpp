@@ -1,10 +1,10 @@
-// tools/cli/simulate_json.cpp — result_to_json plus the "fidelity" section.
-#include "tools/cli/simulate_json.hpp"
+// studies/simulate_json.cpp — result_to_json plus the "fidelity" section.
+#include "studies/simulate_json.hpp"
 
 #include "sim/simgrid/link_report.hpp"
 #include "topologies/cluster.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 const char* collective_kind_name(int k) {
   static const char* names[5] = {"all-reduce", "reduce-scatter", "all-gather", "all-to-all", "send"};
@@ -30,4 +30,4 @@ json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingRe
   return j;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

@@ -1,5 +1,5 @@
-// tools/cli/eval_study.cpp — outside runs recorded with their budget; the report through run_search.
-#include "tools/cli/eval_study.hpp"
+// studies/eval_study.cpp — outside runs recorded with their budget; the report through run_search.
+#include "studies/eval_study.hpp"
 
 #include <sstream>
 
@@ -10,9 +10,9 @@
 #include "common/input_error.hpp"
 #include "optimizers/search/search_driver.hpp"
 #include "optimizers/report/search_report.hpp"
-#include "tools/cli/search_runs.hpp"
+#include "studies/search_runs.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 namespace {
 
@@ -171,4 +171,4 @@ json EvalStudy::report(const StudyReportOptions& o) const {
           {"megatron_best", rep.megatron_best}};
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

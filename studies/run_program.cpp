@@ -1,5 +1,5 @@
-// tools/cli/run_program.cpp — posix_spawnp with a working directory, output discarded.
-#include "tools/cli/run_program.hpp"
+// studies/run_program.cpp — posix_spawnp with a working directory, output discarded.
+#include "studies/run_program.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <fstream>
 
-namespace shardsim::cli {
+namespace shardsim {
 
 bool run_quietly_in(const std::string& dir, const std::vector<std::string>& argv) {
   posix_spawn_file_actions_t fa;
@@ -53,4 +53,4 @@ bool plot_png(const std::string& dir, const std::string& script, const std::stri
   return false;
 }
 
-}  // namespace shardsim::cli
+}  // namespace shardsim

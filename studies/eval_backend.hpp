@@ -1,9 +1,9 @@
-// tools/cli/eval_backend.hpp — what the open evaluator's protocol (tools/cli/eval_service) asks
+// studies/eval_backend.hpp — what the open evaluator's protocol (studies/eval_service) asks
 // of a problem and a study, apart from how they are answered.
 //
 // Owns: EvalProblemApi, EvalStudyApi, ProblemOpener and StudyReportOptions. The service checks a
 // request's envelope and arguments, then calls these; shardsim's own answer is EvalProblem and
-// EvalStudy (tools/cli/eval_problem, eval_study: the simulator behind them, `problem_opener`),
+// EvalStudy (studies/eval_problem, eval_study: the simulator behind them, `problem_opener`),
 // and the protocol's fuzz target (tests/fuzz/fuzz_eval_protocol.cpp) puts a stand-in here so
 // that whole conversations are fuzzed without the simulator. Every call may throw InputError for
 // a bad argument (the service turns it into an error reply); the rest of its contract is
@@ -18,7 +18,7 @@
 
 #include "common/json_reader.hpp"
 
-namespace shardsim::cli {
+namespace shardsim {
 
 struct StudyReportOptions {
   std::string out;                   // the study folder (required)
@@ -59,4 +59,4 @@ class EvalProblemApi {
 // Opens a problem from the "problem" object of an "open" request.
 using ProblemOpener = std::function<std::unique_ptr<EvalProblemApi>(const json& options)>;
 
-}  // namespace shardsim::cli
+}  // namespace shardsim
