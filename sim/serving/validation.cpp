@@ -123,6 +123,21 @@ void kernel_rows(std::vector<ValidationRow>& rows) {
   };
   decode(32, 8192, 185.61);
   decode(128, 2048, 185.29);
+  // MLA decode (DeepSeek-V3: 128 query heads on one latent KV of 576 = 512 + 64 dims, values 512),
+  // absorbed, BF16, at a compute-bound shape (heads × query tokens = 128): FlashMLA's published
+  // 660 TFLOP/s on H800 SXM5, measured at the clock it throttles to (its write-up: ~1,600 MHz).
+  {
+    const GpuSpec& h800 = gpu_preset("H800");
+    ComputeModel throttled;  // this kernel's figure is at the sustained clock, not at boost
+    const double b = 128, kv = 4096, flops = b * 2 * 128 * kv * (576 + 512), bytes = b * kv * 576 * 2;
+    const double us = flops / 660e12 * 1e6;
+    const double t = compute_time(h800, ComputeKind::MlaDecodeAttention, 1, flops, bytes, Dtype::BF16, throttled);
+    rows.push_back({"H800 MLA decode attention b=128 KV=4096 (128 heads, absorbed, BF16)", "kernels", "µs", us, t * 1e6, 0.05,
+                    RowRole::Calibration, curve_text("attn_decode_mla", throttled.attn_decode_mla),
+                    "FlashMLA (deepseek-ai/FlashMLA README, performance update 2025-04-22, and "
+                    "docs/20250422-new-kernel-deep-dive.md): up to 660 TFLOP/s compute-bound on H800 SXM5",
+                    "one kernel; its time is the published rate at this shape", ""});
+  }
 }
 
 // --- collectives ---
@@ -362,7 +377,9 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
       "open: too fast since the host's per-sequence cost is charged per attention-DP scheduler (256 sequences, not the "
       "engine's 18,432 in series: that charge added 18.6 ms to each step and hid this gap; issue 42); the simulated "
       "step spends 53% of its time on the cross-node combine, priced from link bandwidths and latencies alone, not as "
-      "DeepEP's low-latency kernels move it (issue 43)";
+      "DeepEP's low-latency kernels move it (issue 43); MLA decode attention is priced at FlashMLA's published "
+      "660 TFLOP/s (it was the grouped-query curve's 432, which put this row at +31.1% / +15.2%), and the blog does not "
+      "say which MLA kernel SGLang ran";
   for (bool tbo : {true, false}) {
     Plan pool = plan.decode();
     pool.first_gpu = 0;

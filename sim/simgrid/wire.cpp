@@ -135,7 +135,7 @@ StepProgram decode_program(std::string_view bytes) {
     op.flops = r.f64();
     op.hbm_bytes = r.f64();
     op.math = read_enum<Dtype>(r, 4, "dtype");
-    op.kernel = read_enum<ComputeKind>(r, 5, "kernel kind");
+    op.kernel = read_enum<ComputeKind>(r, 6, "kernel kind");
     op.rows = r.f64();
     op.group = r.i32();
     op.coll = read_enum<CollKind>(r, 4, "collective kind");

@@ -44,6 +44,11 @@ struct ComputeModel {
   // Paged decode attention: bandwidth-bound, saturating at ≈2.9 TB/s once the KV read is large
   // (AIConfigurator generation_attention: 2.9 TB/s; FlashMLA reaches 3.0 TB/s).
   KernelCurve attn_decode{0.50, 0, 0.90, 8e6, 0.0, 8e-6};
+  // MLA decode, absorbed (FlashMLA on H800 SXM5: 660 TFLOP/s compute-bound at the ~1,600 MHz it
+  // throttles to, whose practical peak the write-up puts at 865 TFLOP/s, so 660/865 = 0.763 of
+  // the sustained peak; 3,000 GB/s memory-bound, as the paged decode curve). Grouped-query decode's
+  // curve priced it at 0.50: 432 TFLOP/s.
+  KernelCurve attn_decode_mla{0.763, 0, 0.90, 8e6, 0.0, 8e-6};
   // Norms, embeddings, elementwise: bandwidth-bound (AIConfigurator's own rule: 0.8 of peak + 3 µs).
   KernelCurve memory{0.50, 0, 0.80, 0, 0.0, 3e-6};
   // Sustained tensor-core clock under serving load, as a fraction of the clock the kernel

@@ -248,7 +248,7 @@ void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ran
   }
   for (int k : {1, 0}) {
     if (flops[k] <= 0) continue;
-    ComputeKind kind = k ? ComputeKind::DecodeAttention : ComputeKind::PrefillAttention;
+    const ComputeKind kind = !k ? ComputeKind::PrefillAttention : mla ? ComputeKind::MlaDecodeAttention : ComputeKind::DecodeAttention;
     b.compute_each(ranks, group, OpClass::Attention, layer, stage, flops[k], bytes[k], Dtype::BF16, kind, kv_len[k] / flops[k]);
   }
 }

@@ -30,7 +30,10 @@ enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToA
 enum class CollAlgo : std::uint8_t { Auto, Ring, Tree, Nvls, Hierarchical, Pairwise };
 enum class Stream : std::uint8_t { Compute = 0, Comm = 1 };
 // The kernel a compute operation runs (its efficiency curve: sim/step/compute_cost.hpp).
-enum class ComputeKind : std::uint8_t { Gemm, GroupedGemm, PrefillAttention, DecodeAttention, Memory };
+// DecodeAttention: paged decode attention of grouped-query or multi-head attention (bandwidth-bound);
+// MlaDecodeAttention: MLA decode with the absorbed projections (FlashMLA-class: every query head
+// reads the one latent KV, so it is compute-bound once heads × query tokens ≥ 128).
+enum class ComputeKind : std::uint8_t { Gemm, GroupedGemm, PrefillAttention, DecodeAttention, Memory, MlaDecodeAttention };
 // What an operation is, for the breakdown of step time.
 enum class OpClass : std::uint8_t {
   Embedding, Norm, QkvProj, Attention, AttnOutProj, Router, DenseFfn, Experts, SharedExperts, LmHead,
