@@ -16,7 +16,9 @@
 #include "optimizers/search/study_dir.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "common/worker_pool.hpp"
+#include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/option_table_cli.hpp"
 #include "studies/compare_runner.hpp"
 #include "studies/run_program.hpp"
 #include "studies/sim_inputs.hpp"
@@ -25,14 +27,12 @@ namespace shardsim::cli {
 
 namespace {
 
-struct CompareOptions {
+struct CompareOptions : ScoringResources {
   std::vector<std::string> models, clusters, engines, loads, plans;
   std::string file;
   CompareSettings settings;
   std::string gpu_hour;
   int baseline = 0;  // 0: each scenario against its one-choice neighbour
-  int workers = 0;
-  int threads = 0;
   std::string out;
 };
 
@@ -201,9 +201,8 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--seed", s.seed, "seed of every random choice (traces, routing, searches)")->capture_default_str();
   cmd->add_flag("--exact", s.exact, "score on the exact path (slow; docs/performance.md)");
   cmd->add_option("--fidelity", s.fidelity, "analytic | simgrid")->capture_default_str();
-  cmd->add_option("--samples", s.samples, "steps sampled into SimGrid per scenario at simgrid fidelity")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
+  const auto samples = scoring_resource_decls(kSamples, "scenarios", "per scenario").front();  // its help and check
+  cmd->add_option("--samples", s.samples, samples.help)->capture_default_str()->check(declared_validator(samples.check));
   cmd->add_flag("--max-rate", s.max_rate, "also find each plan's highest Poisson rate meeting --goal (about 8 runs each)");
   cmd->add_option("--goal", s.goal, "what meets the --slo for --max-rate: p99 | p90 | p50 | attain=F")->capture_default_str();
   cmd->add_option("--gpu-hour", opt->gpu_hour, "USD per GPU-hour, one price or GPU=USD items (H100=2.5,GB200=6): adds $ per million tokens");
@@ -211,8 +210,8 @@ void add_compare_command(CLI::App& app) {
                   "the scenario (table row) 'why they differ' compares every other against; 0: each against the first "
                   "earlier one that differs in one choice only")
       ->capture_default_str();
-  cmd->add_option("--threads", opt->threads, "scenarios scored at once (default: one per core)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
+  // --samples is a setting a scenario file may give too (CompareSettings), declared with the settings above.
+  add_declared(cmd, static_cast<ScoringResources&>(*opt), scoring_resource_decls(kWorkers | kThreads, "scenarios"));
   cmd->add_option("--out", opt->out, "write compare.md, compare.csv, compare.json, compare.gp and compare.png into this folder");
   cmd->callback([opt, cmd] { run(*opt, cmd); });
 }

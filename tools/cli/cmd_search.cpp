@@ -54,6 +54,7 @@
 #include "common/worker_pool.hpp"
 #include "sim/simgrid/scorer.hpp"
 #include "topologies/cluster_io.hpp"
+#include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
 #include "studies/run_program.hpp"
 #include "tools/cli/mpi_evaluation.hpp"
@@ -76,8 +77,7 @@ struct SearchOptions : ProblemSettings {
   std::string policy_in, policy_out;
   long budget = 100;
   std::string seeds = "3";  // K (seeds 1..K) or A..B
-  int threads = 0;
-  int workers = 0;
+  ScoringResources resources;  // --workers, --threads
   double rank_timeout = 30;  // under mpirun: seconds of silence after which a rank is lost
   bool quiet = false;
   std::string out;
@@ -486,7 +486,7 @@ int finish(const SearchOptions& opt, SearchOutcome& out, const std::vector<Searc
 SearchSettings make_settings(const SearchOptions& opt, const std::vector<RuleGenes>& rules, const OptimizerParams& params) {
   SearchSettings settings;
   settings.budget = opt.budget;
-  settings.threads = opt.threads > 0 ? opt.threads : cores();
+  settings.threads = opt.resources.threads > 0 ? opt.resources.threads : cores();
   for (const auto& r : rules) settings.portfolio.push_back(r.genes);
   settings.params = &params;
   return settings;
@@ -509,7 +509,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   if (!opt.resume.empty()) resumed = open_resume(opt, cmd);
   check_options(opt);
   // The worker pool forks its zygote before any thread exists (TBB starts later).
-  const Scorer tier_scorer(opt.tier, opt.workers > 0 ? opt.workers : cores(), opt.samples);
+  const Scorer tier_scorer(opt.tier, opt.resources.workers > 0 ? opt.resources.workers : cores(), opt.samples);
   // MPI after the pool's fork, before any thread.
   std::unique_ptr<MpiSession> mpi;
   if (launched_by_mpirun()) mpi = std::make_unique<MpiSession>();
@@ -534,7 +534,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
   ServingEvaluator evaluator(evaluator_inputs(opt, L, so, tier_scorer.runner()));
   // Under mpirun, ranks ≥ 1 only score plans for rank 0 (tools/cli/mpi_evaluation).
   if (mpi && mpi->rank() > 0) {
-    if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.threads > 0 ? opt.threads : cores(), opt.rank_timeout))
+    if (!serve_mpi_evaluations(evaluator, L.model, *L.cluster, opt.resources.threads > 0 ? opt.resources.threads : cores(), opt.rank_timeout))
       MpiSession::exit_without_finalize(0);
     return 0;
   }
@@ -544,7 +544,7 @@ int run(SearchOptions& opt, CLI::App* cmd) {
 
   SearchSettings settings = make_settings(opt, rules, params);
   // Enough driver threads to keep every rank's slots busy (each waits for its remote score).
-  if (remote && opt.threads == 0) settings.threads = cores() + remote->remote_slots();
+  if (remote && opt.resources.threads == 0) settings.threads = cores() + remote->remote_slots();
   // … even when mpirun bound this rank to fewer cores (TBB would then start no worker threads).
   std::unique_ptr<tbb::global_control> parallelism;
   if (remote)
@@ -620,8 +620,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--seeds", opt->seeds,
                   "runs per optimizer: K (seeds 1..K) or a range A..B (megatron, exhaustive: one run)")
       ->capture_default_str();
-  cmd->add_option("--threads", opt->threads, "TBB threads (default: one per core)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
+  add_declared(cmd, opt->resources, scoring_resource_decls(kWorkers | kThreads, "plans"));  // --samples: problem_option_decls
   cmd->add_option("--param", opt->params, "optimizer settings, e.g. ga.population=64,sa.restart=0.2 (docs/optimizers.md)");
   cmd->add_option("--policy-in", opt->policy_in, "warm-start rl / rl-noattn from this saved policy");
   cmd->add_option("--policy-out", opt->policy_out, "save the policy of the best rl / rl-noattn run here");

@@ -26,6 +26,7 @@
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/result_json.hpp"
 #include "sim/step/schedule_summary.hpp"
+#include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/option_table_cli.hpp"
 #include "studies/simulate_json.hpp"
@@ -34,12 +35,10 @@ namespace shardsim::cli {
 
 namespace {
 
-struct SimulateOptions {
+struct SimulateOptions : ScoringResources {
   SimInputs in;
   std::string plan = "megatron";
   std::string fidelity = "simgrid";
-  int workers = 0;  // 0 = one per core
-  int samples = 16;
   std::string json_out, timeline_out, csv_out, links_out;
   int timeline_steps = 3;
   std::string timeline_from = "0";  // a step number, or "decode" (the first decode-only step)
@@ -379,11 +378,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--fidelity", opt->fidelity,
                   "analytic (formulas) | simgrid (a stratified sample of steps in SimGrid corrects the rest) | full (every step in SimGrid)")
       ->capture_default_str();
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid at simgrid fidelity")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
+  add_declared(cmd, static_cast<ScoringResources&>(*opt), scoring_resource_decls(kWorkers | kSamples));
   cmd->add_option("--json", opt->json_out, "write the result (schema shardsim.result/1) to this file");
   cmd->add_option("--timeline", opt->timeline_out,
                   "write a Chrome trace of replica 0's steps (open in Perfetto): every operation on tracks named by "

@@ -25,6 +25,7 @@
 #include "sim/serving/metrics.hpp"
 #include "sim/simgrid/scorer.hpp"
 #include "common/worker_pool.hpp"
+#include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
 #include "studies/run_program.hpp"
 #include "tools/cli/option_table_cli.hpp"
@@ -33,11 +34,10 @@ namespace shardsim::cli {
 
 namespace {
 
-struct SweepOptions {
+struct SweepOptions : ScoringResources {
   SimInputs in;
   std::string plan = "megatron";
   std::string fidelity = "analytic";
-  int workers = 0, samples = 16, threads = 0;
   std::string rates, clients;   // "auto" or a comma-separated list; clients set = closed loop
   int points = 10;
   std::string goal = "p99";
@@ -306,11 +306,7 @@ void add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-capacity", opt->no_capacity, "skip the search for the highest load that meets the goal");
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid")->capture_default_str();
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes (default: one per core)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per point at simgrid fidelity")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
-  cmd->add_option("--threads", opt->threads, "points scored at once (default: one per core)")->check(CLI::Range(1, 1024));
+  add_declared(cmd, static_cast<ScoringResources&>(*opt), scoring_resource_decls(kWorkers | kSamples | kThreads, "points", "per point"));
   cmd->add_option("--out", opt->out, "write sweep.csv, sweep.json, sweep.gp and sweep.png into this folder");
   cmd->callback([opt] { run(*opt); });
 }

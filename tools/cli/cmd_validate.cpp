@@ -16,21 +16,21 @@
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "common/worker_pool.hpp"
 #include "sim/serving/validation.hpp"
+#include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/option_table_cli.hpp"
 
 namespace shardsim::cli {
 
 namespace {
 
-struct Options {
+struct Options : ScoringResources {
   std::string fidelity = "analytic";
   std::string markdown, json_out;
   double scale = 1.0;
   bool exact = false;
   bool strict = false;
   bool summary = false;
-  int workers = 0;    // SimGrid worker processes (0 = one per core)
-  int samples = 16;   // steps sampled into SimGrid per end-to-end row
 };
 
 std::string fmt(double x) {
@@ -212,11 +212,7 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--json", opt->json_out, "also write the rows (schema shardsim.validation/1) to this file");
   cmd->add_option("--requests-scale", opt->scale, "fraction of each end-to-end row's published request count")
       ->capture_default_str();
-  cmd->add_option("--workers", opt->workers, "SimGrid worker processes for the simgrid column (default: one per core)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--samples", opt->samples, "steps sampled into SimGrid per end-to-end row (simgrid column)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
+  add_declared(cmd, static_cast<ScoringResources&>(*opt), scoring_resource_decls(kWorkers | kSamples, "rows", "per end-to-end row (the simgrid column)"));
   cmd->add_flag("--exact", opt->exact,
                 "run the end-to-end rows on the exact scoring path (every step whole; slow; docs/performance.md)");
   cmd->add_flag("--summary", opt->summary,
