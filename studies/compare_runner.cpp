@@ -133,7 +133,7 @@ std::vector<Prepared> prepare(const std::vector<Scenario>& scenarios, const Comp
 }
 
 // What the search's and the max-rate's evaluator score `p` on: its inputs, load and `trace`.
-EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, SimgridRunner* runner,
+EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, const Scorer& scorer,
                                  const RequestTrace& trace, Objective objective) {
   EvaluatorInputs ei;
   ei.model = &p.in->model;
@@ -143,9 +143,9 @@ EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, Si
   ei.population = &p.in->population;
   ei.routing = p.in->routing.get();
   ei.serving = serving_of(p, false);
-  ei.tier = s.tier;
-  ei.runner = runner;
-  ei.samples = s.samples;
+  ei.tier = scorer.tier();
+  ei.runner = scorer.runner();
+  ei.samples = scorer.samples();
   ei.objective = objective;
   ei.goal = s.slo_goal;
   ei.arrivals = s.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
@@ -155,7 +155,7 @@ EvaluatorInputs evaluator_inputs(const Prepared& p, const CompareSettings& s, Si
 
 // The best plan a search finds for `p`'s problem (scored by its capacity under the comparison's SLO
 // goal, as `shardsim search` scores by default): the Megatron portfolio, then the optimizer.
-void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
+void search_plan(Prepared& p, const CompareSettings& s, const Scorer& scorer) {
   const LoadedInputs& L = *p.in;
   Plan base = default_plan(L.model);
   set_engine(base, p.engine, s.source);
@@ -170,7 +170,7 @@ void search_plan(Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
   for (const auto& r : rules) st.portfolio.push_back(r.genes);
   st.params = &params;
   const RequestTrace trace = trace_of(p, s);
-  const ServingEvaluator evaluator(evaluator_inputs(p, s, runner, trace, Objective::Capacity));
+  const ServingEvaluator evaluator(evaluator_inputs(p, s, scorer, trace, Objective::Capacity));
   const SearchOutcome out = run_search(*space, evaluator, runs, st);
   const RunRecord* best = nullptr;
   for (const auto& r : out.runs)
@@ -192,7 +192,7 @@ std::string problem_key(const Prepared& p, const Scenario& sc) {
 
 // Runs each distinct search once, then hands its plan to every scenario naming it.
 void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& scenarios, const CompareSettings& s,
-                  SimgridRunner* runner) {
+                  const Scorer& scorer) {
   std::map<std::string, std::size_t> first;
   for (std::size_t i = 0; i < prepared.size(); ++i) {
     Prepared& p = prepared[i];
@@ -200,7 +200,7 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
     const std::string key = problem_key(p, scenarios[i]);
     auto [it, fresh] = first.emplace(key, i);
     if (fresh) {
-      search_plan(p, s, runner);
+      search_plan(p, s, scorer);
       continue;
     }
     const Prepared& done = prepared[it->second];
@@ -213,8 +213,8 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
 
 // The highest Poisson rate meeting the goal (0 when none does): the plan's capacity under the SLO,
 // drawn from the whole trace and never above its saturated rate (sim/serving/capacity.hpp).
-double max_rate_of(const Prepared& p, const CompareSettings& s, SimgridRunner* runner) {
-  const Score sc = ServingEvaluator(evaluator_inputs(p, s, runner, p.in->trace, Objective::Capacity)).evaluate(p.plan);
+double max_rate_of(const Prepared& p, const CompareSettings& s, const Scorer& scorer) {
+  const Score sc = ServingEvaluator(evaluator_inputs(p, s, scorer, p.in->trace, Objective::Capacity)).evaluate(p.plan);
   return sc.feasible ? sc.objective : 0;
 }
 
@@ -232,7 +232,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   const ServingOptions so = serving_of(p, true);
   const RequestTrace trace = trace_of(p, s);
   FidelityReport fr;
-  const ServingResult r = scorer.serve({p.in->model, *p.in->cluster, p.cluster_spec, p.plan, trace, p.in->routing.get(), so}, fr, s.tier);
+  const ServingResult r = scorer.serve({p.in->model, *p.in->cluster, p.cluster_spec, p.plan, trace, p.in->routing.get(), so}, fr);
   o.metrics = summarize(r, so, o.gpus);
   o.breakdown = r.breakdown;
   for (int id = 0; id < p.in->cluster->num_links(); ++id) o.links[static_cast<std::size_t>(p.in->cluster->link(id).cls)]++;
@@ -251,7 +251,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
     o.reason = r.note;
   }
   if (s.max_rate && o.feasible) {
-    o.max_rate = max_rate_of(p, s, scorer.runner());
+    o.max_rate = max_rate_of(p, s, scorer);
   }
   return o;
 }
@@ -287,10 +287,9 @@ GpuPrices parse_gpu_prices(const std::string& text, const std::string& source, c
 
 std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenarios, const CompareSettings& s,
                                             const Scorer& scorer) {
-  SimgridRunner* runner = scorer.runner();
   InputsCache cache;
   std::vector<Prepared> prepared = prepare(scenarios, s, cache);
-  run_searches(prepared, scenarios, s, runner);
+  run_searches(prepared, scenarios, s, scorer);
   // Identical scenarios (the same inputs, load and plan) are scored once.
   std::map<std::string, std::size_t> slot_of;
   std::vector<std::size_t> job_of(prepared.size()), jobs;

@@ -52,7 +52,8 @@ struct CompareSettings {
   int threads = 1;
 };
 
-// Scored through `scorer`, whose tier and samples are the settings' (cmd_compare builds it from them).
+// Scored through `scorer` — its tier, samples and worker pool; cmd_compare builds it from the settings'
+// `tier` and `samples`, which nothing here reads again.
 std::vector<ScenarioOutcome> run_comparison(const std::vector<Scenario>& scenarios, const CompareSettings& settings,
                                             const Scorer& scorer);
 
