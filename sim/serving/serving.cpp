@@ -14,6 +14,7 @@
 #include "sim/serving/arrivals.hpp"
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/scheduler.hpp"
 #include "sim/serving/step_costs.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "sim/step/link_traffic.hpp"
@@ -25,22 +26,6 @@
 namespace shardsim {
 
 namespace {
-
-struct Seq {
-  int req = 0;           // index into the trace / results; −1 once finished or preempted
-  int group = -1;        // attention-DP group
-  int engine = 0;        // pipeline virtual engine
-  int prompt = 0;        // tokens to prefill before decoding (after a recompute: prompt + generated)
-  int output = 0;        // tokens to generate in all
-  int prefilled = 0;     // of `prompt`, processed
-  int generated = 0;     // output tokens produced
-  long ctx = 0;          // tokens in the KV cache
-  long kv = 0;           // KV tokens reserved or allocated
-  long order = 0;        // admission order (the latest is preempted first)
-  bool swapped = false;  // preempted by swap: its KV waits in host memory
-  bool pinned = false;   // its KV was sent to `group` by a prefill pool: admitted there only
-  long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
-};
 
 // An engine replaying one memoised decode step (ServingOptions::fast_forward): its sequences
 // are not touched until the run is materialised; `done` steps have run, `left` may still run.
@@ -95,7 +80,8 @@ class ReplicaSim {
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
-               *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }) {
+               *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }),
+        sched_(make_scheduler(plan.engine)) {
     if (const int large = large_fold(opt, plan, model); large < run_fold(opt, plan, model))
       large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large));
     out_.breakdown.layers_lowered = lowering_.num_lowered_layers();
@@ -107,7 +93,7 @@ class ReplicaSim {
   void run(Arrivals& arrivals, ReplicaLoad& load) {
     arrivals_ = &arrivals;
     ReplicaBatch batch;
-    std::vector<std::pair<Seq*, int>> work;  // sequence, tokens this step
+    StepWork work;  // sequence, tokens this step
     while (!out_.stopped_early) {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
@@ -192,30 +178,6 @@ class ReplicaSim {
     return s;
   }
 
-  // KV tokens a sequence must hold when it is admitted.
-  long admission_kv(const Seq& s) const {
-    switch (eng_.policy) {
-      case KvPolicy::ReserveExact: return static_cast<long>(s.prompt) + s.output - s.generated;
-      case KvPolicy::Reserve: {
-        long out = eng_.max_output > 0 ? eng_.max_output : static_cast<long>(eng_.max_context) - s.prompt;
-        return std::min<long>(eng_.max_context, static_cast<long>(s.prompt) + std::max<long>(out, 1));
-      }
-      case KvPolicy::OnDemand: return blocks(s.swapped ? s.ctx + 1 : s.prompt + 1);
-    }
-    return s.prompt;
-  }
-
-  long blocks(long tokens) const {
-    long b = std::max(1, eng_.kv_block);
-    return (tokens + b - 1) / b * b;
-  }
-
-  // Largest KV a request can ever need: refused outright when it exceeds a group's capacity.
-  long lifetime_kv(const Seq& s) const {
-    if (eng_.policy == KvPolicy::OnDemand) return blocks(static_cast<long>(s.prompt) + s.output);
-    return admission_kv(s);
-  }
-
   void reject(double t) {
     ++frees_;  // a new head
     out_.rejected_any = true;
@@ -229,18 +191,12 @@ class ReplicaSim {
     while (!waiting_.empty()) {
       Seq s = waiting_.front();
       auto& r = out_.requests[static_cast<std::size_t>(s.req)];
-      if (lifetime_kv(s) > kv_capacity_) {
+      if (sched_->lifetime_kv(s) > kv_capacity_) {
         reject(t);
         continue;
       }
-      long need = admission_kv(s);
-      int best = -1;
-      for (int g = 0; g < groups_; ++g) {
-        if (seqs_in_group_[static_cast<std::size_t>(g)] >= group_seqs_) continue;
-        if (kv_used_[static_cast<std::size_t>(g)] + need > kv_capacity_) continue;
-        if ((s.swapped || s.pinned) && g != s.group) continue;  // its KV sits in its own group
-        if (best < 0 || seqs_in_group_[static_cast<std::size_t>(g)] < seqs_in_group_[static_cast<std::size_t>(best)]) best = g;
-      }
+      long need = sched_->admission_kv(s);
+      int best = sched_->place(s, need, queues());
       if (best < 0) return;
       if (s.swapped) pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
       s.swapped = false;
@@ -276,11 +232,11 @@ class ReplicaSim {
     for (std::size_t i = 0; i < running_.size(); ++i) {
       Seq& s = running_[i];
       if (s.req < 0 || s.engine != e || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
-      long more = blocks(s.ctx + 1) - s.kv;
+      long more = sched_->blocks(s.ctx + 1) - s.kv;
       auto& used = kv_used_[static_cast<std::size_t>(s.group)];
       if (used + more > kv_capacity_) materialize_all();  // runs' pre-allocations are not real use
       while (used + more > kv_capacity_ && s.req >= 0) {
-        preempt(latest_in_group(s.group));
+        preempt(sched_->victim(s.group, running_));
         preempted = true;
       }
       if (s.req < 0) continue;  // it was the latest itself
@@ -289,14 +245,6 @@ class ReplicaSim {
     }
     if (preempted)  // the only sequences marked here; finish_step removes the ones it completes
       running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
-  }
-
-  // The running sequences stay in admission order (appended when admitted, removed stably), so
-  // the latest admitted of group g is the last of its group still running.
-  Seq& latest_in_group(int g) {
-    for (auto s = running_.rbegin(); s != running_.rend(); ++s)
-      if (s->req >= 0 && s->group == g) return *s;
-    throw std::logic_error("serving: no running sequence in attention group " + std::to_string(g));
   }
 
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
@@ -327,30 +275,11 @@ class ReplicaSim {
     waiting_.push_front(back);
   }
 
-  void build_batch(int e, ReplicaBatch& batch, std::vector<std::pair<Seq*, int>>& work) {
+  // Engine e's next step, as the engine's scheduler composes it.
+  void build_batch(int e, ReplicaBatch& batch, StepWork& work) {
     batch.groups.resize(static_cast<std::size_t>(groups_));
     for (auto& g : batch.groups) g.clear();  // (keeps their memory for the next step)
-    int budget = eng_.max_batch_tokens;
-    for (auto& s : running_) {  // decode first
-      if (s.engine != e || s.prefilled < s.prompt) continue;
-      if (budget <= 0) break;
-      batch.groups[static_cast<std::size_t>(s.group)].push_back(
-          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
-      work.emplace_back(&s, 1);
-      --budget;
-    }
-    for (auto& s : running_) {  // then prefill, in admission order
-      if (s.engine != e || s.prefilled >= s.prompt || budget <= 0) continue;
-      int remaining = s.prompt - s.prefilled;
-      int chunk = remaining;
-      if (eng_.prefill_chunk > 0) chunk = std::min({remaining, eng_.prefill_chunk, budget});
-      else if (chunk > budget && !work.empty()) continue;  // whole prompts only: wait for a step with room
-      batch.groups[static_cast<std::size_t>(s.group)].push_back(
-          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
-                  s.prefilled + chunk == s.prompt});
-      work.emplace_back(&s, chunk);
-      budget -= chunk;
-    }
+    sched_->compose(e, running_, batch, work);
   }
 
   // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
@@ -506,7 +435,7 @@ class ReplicaSim {
     for (; steps > 0; steps /= 2) {
       std::fill(more.begin(), more.end(), 0);
       for (const auto& x : running_)
-        if (x.req >= 0 && x.engine == e) more[static_cast<std::size_t>(x.group)] += std::max(0L, blocks(x.ctx + steps) - x.kv);
+        if (x.req >= 0 && x.engine == e) more[static_cast<std::size_t>(x.group)] += std::max(0L, sched_->blocks(x.ctx + steps) - x.kv);
       bool fits = true;
       for (int g = 0; g < groups_; ++g)
         fits = fits && kv_used_[static_cast<std::size_t>(g)] + more[static_cast<std::size_t>(g)] <= kv_capacity_;
@@ -516,7 +445,7 @@ class ReplicaSim {
     for (auto& x : running_) {
       if (x.req < 0 || x.engine != e) continue;
       x.kv_unarmed = x.kv;
-      long grown = std::max(x.kv, blocks(x.ctx + steps));
+      long grown = std::max(x.kv, sched_->blocks(x.ctx + steps));
       kv_used_[static_cast<std::size_t>(x.group)] += grown - x.kv;
       x.kv = grown;
     }
@@ -533,7 +462,7 @@ class ReplicaSim {
       x.ctx += a.done;
       x.generated += static_cast<int>(a.done);
       if (eng_.policy != KvPolicy::OnDemand) continue;
-      long real = a.done > 0 ? std::max(x.kv_unarmed, blocks(x.ctx)) : x.kv_unarmed;
+      long real = a.done > 0 ? std::max(x.kv_unarmed, sched_->blocks(x.ctx)) : x.kv_unarmed;
       kv_used_[static_cast<std::size_t>(x.group)] -= x.kv - real;
       x.kv = real;
     }
@@ -734,6 +663,9 @@ class ReplicaSim {
   StepProgram attention_program_;  // attention_cost()'s, reused
   StepProgram timeline_program_;   // a recorded step lowered whole, for its events
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
+  std::unique_ptr<Scheduler> sched_;  // the engine's admission, composition and preemption rules
+
+  ReplicaQueues queues() const { return ReplicaQueues{waiting_, running_, kv_used_, seqs_in_group_, kv_capacity_, group_seqs_}; }
 };
 
 // Sorts `v`, which arrives as a few ascending runs (each replica's steps in time order), by merging

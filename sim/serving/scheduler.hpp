@@ -1,0 +1,98 @@
+// sim/serving/scheduler.hpp — an engine's iteration-level scheduler: which waiting request starts
+// and where, what KV it holds, which running sequences a step carries and how much of each prompt,
+// and whom to evict when KV runs out.
+//
+// Owns: Seq (a waiting or running sequence), ReplicaQueues (the loop's view of one replica's
+// sequences and KV accounting), Scheduler (the one interface the serving loop calls) and one
+// scheduler per engine family, made by make_scheduler(EngineSettings::scheduler):
+//   vllm     vLLM V1: one token budget per step, running sequences first (decode), then prompt
+//            chunks in admission order; prompts admitted on their own blocks only.
+//   trtllm   TensorRT-LLM in-flight batching: generation requests first, then context requests;
+//            without chunked context a prompt runs whole or waits for a step with room.
+//   sglang   SGLang: prefill first — a step with prompt work carries only prompt work and decode
+//            waits for it (enable_mixed_chunk off); admission also keeps room for the running
+//            requests' future tokens, scaled by new_token_ratio, which decays step by step and
+//            resets after a preemption.
+// The rules and the source lines they come from: docs/engines.md. The serving loop
+// (serving.cpp) keeps the bookkeeping and the clock; the step pricer (step_costs.hpp) prices what
+// compose() returns. Thread-safety: one scheduler per replica run.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "sim/plan/engine.hpp"
+
+namespace shardsim {
+
+struct ReplicaBatch;
+
+struct Seq {
+  int req = 0;           // index into the trace / results; −1 once finished or preempted
+  int group = -1;        // attention-DP group
+  int engine = 0;        // pipeline virtual engine
+  int prompt = 0;        // tokens to prefill before decoding (after a recompute: prompt + generated)
+  int output = 0;        // tokens to generate in all
+  int prefilled = 0;     // of `prompt`, processed
+  int generated = 0;     // output tokens produced
+  long ctx = 0;          // tokens in the KV cache
+  long kv = 0;           // KV tokens reserved or allocated
+  long order = 0;        // admission order (the latest is preempted first)
+  bool swapped = false;  // preempted by swap: its KV waits in host memory
+  bool pinned = false;   // its KV was sent to `group` by a prefill pool: admitted there only
+  long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
+  bool prefilling() const { return prefilled < prompt; }
+};
+
+// One replica's sequences as the serving loop keeps them (read by the scheduler's decisions).
+struct ReplicaQueues {
+  const std::deque<Seq>& waiting;        // FCFS; preempted sequences at the head
+  const std::vector<Seq>& running;       // in admission order
+  const std::vector<long>& kv_used;      // per attention group, tokens
+  const std::vector<int>& seqs_in_group;
+  double kv_capacity = 0;                // per attention group, tokens
+  int group_seqs = 0;                    // sequences one attention group may run
+};
+
+// A step's work: a running sequence and the tokens it processes (1 when decoding).
+using StepWork = std::vector<std::pair<Seq*, int>>;
+
+class Scheduler {
+ public:
+  explicit Scheduler(const EngineSettings& e) : eng_(e) {}
+  virtual ~Scheduler() = default;
+
+  // KV tokens a sequence must hold when it is admitted (the engine's KV policy).
+  long admission_kv(const Seq& s) const;
+  // The most KV it can ever need: refused outright when that exceeds a group's capacity.
+  long lifetime_kv(const Seq& s) const;
+  // Tokens rounded up to whole KV blocks.
+  long blocks(long tokens) const;
+
+  // The attention group the waiting head `s`, needing `need` KV tokens, starts in; −1: it waits.
+  virtual int place(const Seq& s, long need, const ReplicaQueues& q) const;
+  // Whether a head found blocked stays blocked until some KV or slot is freed (the loop then skips
+  // admission until one is). False when admission also depends on the running sequences' progress.
+  virtual bool blocked_until_free() const { return true; }
+  // The running sequence of group g to evict when a step needs a block none is free for.
+  virtual Seq& victim(int g, std::vector<Seq>& running) const;
+  // The sequences pipeline engine `e`'s next step carries, group by group, and their tokens.
+  virtual void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const = 0;
+  // After each step the loop ran (decode_only: no prompt work in it), and after a preemption.
+  virtual void after_step(bool /*decode_only*/) {}
+  virtual void after_preemption() {}
+
+ protected:
+  // Decode tokens first, then prompt work in admission order, within max_batch_tokens (chunks of
+  // prefill_chunk, or whole prompts when it is 0); `decode`/`prefill` select the kinds taken.
+  void take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill) const;
+
+  const EngineSettings& eng_;
+};
+
+// The scheduler EngineSettings::scheduler names.
+std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e);
+
+}  // namespace shardsim
