@@ -26,6 +26,7 @@ std::map<std::string, EngineSettings> make_presets() {
   sg.kv_block = 1;
   sg.step_overhead = 0.2e-3;
   sg.seq_overhead = 1e-6;
+  sg.scheduler = SchedulerKind::Sglang;
   p["sglang"] = sg;
 
   EngineSettings trt;  // TensorRT-LLM executor defaults (TRT engine flow)
@@ -41,6 +42,7 @@ std::map<std::string, EngineSettings> make_presets() {
   trt.launch_overhead = 2.5e-6;
   trt.step_overhead = 0.5e-3;
   trt.seq_overhead = 2e-6;
+  trt.scheduler = SchedulerKind::Trtllm;
   p["trtllm"] = trt;
 
   EngineSettings ml = trt;  // TensorRT-LLM as NVIDIA's MLPerf Inference v4.1 harness runs it (Llama-2-70B, Mixtral)
@@ -67,7 +69,14 @@ KvPolicy parse_policy(const std::string& v, const std::string& source, const std
   if (v == "reserve") return KvPolicy::Reserve;
   if (v == "on-demand") return KvPolicy::OnDemand;
   if (v == "reserve-exact") return KvPolicy::ReserveExact;
-  throw InputError(source, field, "unknown scheduler policy \"" + v + "\" (expected reserve, on-demand, reserve-exact)");
+  throw InputError(source, field, "unknown KV policy \"" + v + "\" (expected reserve, on-demand, reserve-exact)");
+}
+
+SchedulerKind parse_scheduler(const std::string& v, const std::string& source, const std::string& field) {
+  if (v == "vllm") return SchedulerKind::Vllm;
+  if (v == "trtllm") return SchedulerKind::Trtllm;
+  if (v == "sglang") return SchedulerKind::Sglang;
+  throw InputError(source, field, "unknown scheduler \"" + v + "\" (expected vllm, trtllm or sglang)");
 }
 
 Preemption parse_preemption(const std::string& v, const std::string& source, const std::string& field) {
@@ -93,6 +102,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
     e.kv_fraction = parse_real_in(v, source, field, 0.05, 1.0);
   } else if (key == "policy") e.policy = parse_policy(v, source, field);
   else if (key == "preemption") e.preemption = parse_preemption(v, source, field);
+  else if (key == "scheduler") e.scheduler = parse_scheduler(v, source, field);
   else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int_in(v, source, field, 1, 4096));
   else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
@@ -111,7 +121,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "prefill_chunk",   "max_output",       "kv_free_fraction", "mem_util",
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
-                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap"};
+                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -143,7 +153,8 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"step_overhead_ms", num(e.step_overhead * 1e3)},
           {"seq_overhead_us", num(e.seq_overhead * 1e6)},
           {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)},
-          {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"}};
+          {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"},
+          {"scheduler", to_string(e.scheduler)}};
 }
 
 }  // namespace
@@ -155,6 +166,15 @@ const char* to_string(KvPolicy p) {
     case KvPolicy::Reserve: return "reserve";
     case KvPolicy::OnDemand: return "on-demand";
     case KvPolicy::ReserveExact: return "reserve-exact";
+  }
+  return "?";
+}
+
+const char* to_string(SchedulerKind k) {
+  switch (k) {
+    case SchedulerKind::Vllm: return "vllm";
+    case SchedulerKind::Trtllm: return "trtllm";
+    case SchedulerKind::Sglang: return "sglang";
   }
   return "?";
 }
@@ -215,7 +235,7 @@ json engine_to_json(const EngineSettings& e) {
   json j;
   j["preset"] = e.preset;
   for (const auto& [k, v] : items(e)) {
-    if (k == "policy" || k == "preemption") j[k] = v;
+    if (k == "policy" || k == "preemption" || k == "scheduler") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
     else if (v.find_first_of(".e") == std::string::npos) j[k] = std::stoll(v);

@@ -31,6 +31,12 @@ enum class KvPolicy {
   ReserveExact,  // reserve prompt + the request's true output length: an oracle no engine has (studies only)
 };
 enum class Preemption { Recompute, Swap };
+// Whose iteration-level scheduler runs the engine (sim/serving/scheduler.hpp, docs/engines.md).
+enum class SchedulerKind {
+  Vllm,    // vLLM V1: running sequences first, then prompt chunks, one token budget per step
+  Trtllm,  // TensorRT-LLM in-flight batching: generation requests first, then context requests
+  Sglang,  // SGLang: prefill first (a rank with prompt work runs no decode that step), new_token_ratio admission
+};
 
 struct EngineSettings {
   std::string preset = "vllm";   // the preset the other fields started from
@@ -43,6 +49,7 @@ struct EngineSettings {
   double kv_fraction = 0.9;      // the budget's fraction (see KvBudget)
   KvPolicy policy = KvPolicy::OnDemand;
   Preemption preemption = Preemption::Recompute;
+  SchedulerKind scheduler = SchedulerKind::Vllm;
   int kv_block = 16;             // tokens per KV block (OnDemand allocates whole blocks)
   double swap_bw = 25e9;         // Swap: host↔GPU bytes/s per GPU (PCIe 5 x16 achieved)
   bool cuda_graphs = true;       // off: every kernel is launched by the host (see launch_overhead)
@@ -60,6 +67,7 @@ struct EngineSettings {
 const char* to_string(KvBudget b);
 const char* to_string(KvPolicy p);
 const char* to_string(Preemption p);
+const char* to_string(SchedulerKind k);
 
 // The named presets (docs/plan-format.md says where each figure comes from).
 const std::vector<std::string>& engine_preset_names();

@@ -52,7 +52,8 @@ Seq& Scheduler::victim(int g, std::vector<Seq>& running) const {
   throw std::logic_error("serving: no running sequence in attention group " + std::to_string(g));
 }
 
-void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill) const {
+void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+                     bool block_chunks) const {
   int budget = eng_.max_batch_tokens;
   if (decode)
     for (auto& s : running) {
@@ -68,8 +69,13 @@ void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, Step
       if (s.engine != e || !s.prefilling() || budget <= 0) continue;
       int remaining = s.prompt - s.prefilled;
       int chunk = remaining;
-      if (eng_.prefill_chunk > 0) chunk = std::min({remaining, eng_.prefill_chunk, budget});
-      else if (chunk > budget && !work.empty()) continue;  // whole prompts only: wait for a step with room
+      if (eng_.prefill_chunk > 0) {
+        chunk = std::min({remaining, eng_.prefill_chunk, budget});
+        if (block_chunks && chunk < remaining) chunk -= chunk % std::max(1, eng_.kv_block);  // whole blocks when cut
+        if (chunk <= 0) break;
+      } else if (chunk > budget && !work.empty()) {
+        break;  // whole prompts only: the first that does not fit ends the step's prompts (head of line)
+      }
       batch.groups[static_cast<std::size_t>(s.group)].push_back(
           SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
                   s.prefilled + chunk == s.prompt});
@@ -80,17 +86,164 @@ void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, Step
 
 namespace {
 
-// vLLM V1 and TensorRT-LLM's in-flight batching: decode first, then prompt work, in one step.
-class MixedScheduler : public Scheduler {
+// vLLM V1 (docs/engines.md, "vLLM"): running requests first — decode, then the prompt chunks of
+// those admitted — within one token budget.
+class VllmScheduler : public Scheduler {
  public:
   using Scheduler::Scheduler;
   void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
-    take(e, running, batch, work, true, true);
+    take(e, running, batch, work, true, true, false);
   }
+};
+
+// TensorRT-LLM in-flight batching (docs/engines.md, "TensorRT-LLM"): the capacity scheduler puts
+// generation requests first, then contexts in arrival order; the micro-batch scheduler fills
+// max_num_tokens in that order — a whole context that does not fit ends the scan; with chunked
+// context, a context cut short is cut to whole KV blocks (the chunk unit). With attention-DP, a
+// new request goes to the rank with the fewest active prompt tokens.
+class TrtllmScheduler : public Scheduler {
+ public:
+  using Scheduler::Scheduler;
+  int place(const Seq& s, long need, const ReplicaQueues& q) const override {
+    if (q.kv_used.size() <= 1) return Scheduler::place(s, need, q);
+    std::vector<double> tokens(q.kv_used.size(), 0.0);
+    for (const auto& r : q.running)
+      if (r.req >= 0) tokens[static_cast<std::size_t>(r.group)] += r.prompt;
+    int best = -1;
+    for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g) {
+      const auto k = static_cast<std::size_t>(g);
+      if (q.seqs_in_group[k] >= q.group_seqs || q.kv_used[k] + need > q.kv_capacity) continue;
+      if ((s.swapped || s.pinned) && g != s.group) continue;
+      if (best < 0 || tokens[k] < tokens[static_cast<std::size_t>(best)]) best = g;
+    }
+    return best;
+  }
+  void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
+    take(e, running, batch, work, true, true, true);
+  }
+};
+
+// SGLang (docs/engines.md, "SGLang"). Each attention-DP rank runs its own scheduler: a rank with
+// prompt work runs a prefill (extend) batch of up to its chunk budget and no decode; the others
+// decode all their running requests, in the same step. A request starts only if its prompt and
+// its clipped max_new_tokens fit beside the running requests' clipped remaining outputs scaled by
+// new_token_ratio — the benchmark clients send max_new_tokens = the request's output length — and
+// only into a rank whose pending prompt tokens leave room in this step's chunk.
+class SglangScheduler : public Scheduler {
+ public:
+  SglangScheduler(const EngineSettings& e, int groups)
+      : Scheduler(e), groups_(std::max(1, groups)), round_(static_cast<std::size_t>(groups_), 0.0) {
+    // init 0.7 × schedule_conservativeness (× 0.3 under DP attention), floor init × 0.14,
+    // reached in 600 decode steps.
+    init_ = 0.7 * (groups_ > 1 ? 0.3 : 1.0);
+    min_ = init_ * 0.14;
+    decay_ = (init_ - min_) / 600;
+    ratio_ = init_;
+    // The engine's token budget shared by its ranks, each rank's chunk at most prefill_chunk
+    // (SGLang divides chunked_prefill_size by the DP size; a validated run states its per-GPU batch).
+    const int share = e.max_batch_tokens / groups_;
+    chunk_ = std::max(1, e.prefill_chunk > 0 ? std::min(e.prefill_chunk, share) : share);
+  }
+
+  static constexpr long kClip = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+  static long clipped_left(const Seq& s) { return std::min<long>(std::max(0, s.output - s.generated), kClip); }
+
+  int place(const Seq& s, long need, const ReplicaQueues& q) const override {
+    std::vector<double> reserve(static_cast<std::size_t>(groups_), 0.0), pending(static_cast<std::size_t>(groups_), 0.0);
+    for (const auto& r : q.running) {
+      if (r.req < 0) continue;
+      reserve[static_cast<std::size_t>(r.group)] += ratio_ * static_cast<double>(clipped_left(r));
+      pending[static_cast<std::size_t>(r.group)] += r.prompt - r.prefilled;
+    }
+    const double wants = static_cast<double>(s.prompt - s.prefilled) + static_cast<double>(clipped_left(s)) + std::max(1, eng_.kv_block);
+    int best = -1;
+    for (int g = 0; g < groups_; ++g) {
+      const auto k = static_cast<std::size_t>(g);
+      if (q.seqs_in_group[k] >= q.group_seqs) continue;
+      if (q.kv_used[k] + need > q.kv_capacity) continue;
+      if ((s.swapped || s.pinned) && g != s.group) continue;
+      if (pending[k] >= chunk_) continue;  // this step's prefill batch is full
+      if (wants >= q.kv_capacity - static_cast<double>(q.kv_used[k]) - reserve[k] - round_[k]) continue;
+      if (best < 0 || q.seqs_in_group[k] < q.seqs_in_group[static_cast<std::size_t>(best)]) best = g;
+    }
+    return best;
+  }
+  bool blocked_until_free() const override { return false; }  // the reserve shrinks as requests decode
+
+  // Retraction: the fewest output tokens first, then the longest prompt.
+  Seq& victim(int g, std::vector<Seq>& running) const override {
+    Seq* v = nullptr;
+    for (auto& s : running) {
+      if (s.req < 0 || s.group != g) continue;
+      if (v == nullptr || s.generated < v->generated || (s.generated == v->generated && s.prompt - s.generated > v->prompt - v->generated))
+        v = &s;
+    }
+    if (v == nullptr) return Scheduler::victim(g, running);  // (throws)
+    return *v;
+  }
+  bool requeue_at_head() const override { return false; }  // retracted requests rejoin the queue's tail
+
+  void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
+    std::vector<char> prefill(static_cast<std::size_t>(groups_), 0);
+    for (const auto& s : running)
+      if (s.engine == e && s.prefilling()) prefill[static_cast<std::size_t>(s.group)] = 1;
+    for (auto& s : running) {  // the decoding ranks: every running request, one token each
+      if (s.engine != e || s.prefilling() || prefill[static_cast<std::size_t>(s.group)]) continue;
+      batch.groups[static_cast<std::size_t>(s.group)].push_back(
+          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
+      work.emplace_back(&s, 1);
+    }
+    std::vector<int> budget(static_cast<std::size_t>(groups_), chunk_);
+    for (auto& s : running) {  // the prefilling ranks: prompt work in admission order, within the chunk
+      if (s.engine != e || !s.prefilling()) continue;
+      const auto k = static_cast<std::size_t>(s.group);
+      if (budget[k] <= 0) continue;
+      const int remaining = s.prompt - s.prefilled;
+      int chunk = remaining;
+      if (eng_.prefill_chunk > 0) chunk = std::min(remaining, budget[k]);
+      else if (chunk > budget[k] && !batch.groups[k].empty()) continue;  // unchunked: the first prompt always runs
+      batch.groups[k].push_back(SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk,
+                                        s.prefilled, s.prefilled + chunk == s.prompt});
+      work.emplace_back(&s, chunk);
+      budget[k] -= chunk;
+    }
+  }
+
+  void begin_admission() override { std::fill(round_.begin(), round_.end(), 0.0); }
+  // A request admitted in this round reserves its whole clipped output until it runs.
+  void admitted(const Seq& s) override { round_[static_cast<std::size_t>(s.group)] += (1 - ratio_) * static_cast<double>(clipped_left(s)); }
+  void after_step(bool decoded) override {
+    if (decoded) ratio_ = std::max(ratio_ - decay_, min_);
+  }
+  void after_preemption(const std::vector<Seq>& running) override {
+    double out = 0, want = 0;
+    long n = 0;
+    for (const auto& s : running) {
+      if (s.req < 0) continue;
+      out += s.generated;
+      want += s.output;
+      ++n;
+    }
+    ratio_ = std::min(1.0, (out + 20.0 * static_cast<double>(n)) / (want + 1));
+  }
+  void on_idle() override { ratio_ = init_; }
+
+ private:
+  int groups_;
+  double init_ = 0, min_ = 0, decay_ = 0, ratio_ = 0;
+  int chunk_ = 1;                 // prompt tokens per rank per step
+  std::vector<double> round_;     // per group: the admitted-this-round requests' reserve beyond the ratio's
 };
 
 }  // namespace
 
-std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e) { return std::make_unique<MixedScheduler>(e); }
+std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e, int groups) {
+  switch (e.scheduler) {
+    case SchedulerKind::Sglang: return std::make_unique<SglangScheduler>(e, groups);
+    case SchedulerKind::Trtllm: return std::make_unique<TrtllmScheduler>(e);
+    case SchedulerKind::Vllm: break;
+  }
+  return std::make_unique<VllmScheduler>(e);
+}
 
 }  // namespace shardsim

@@ -80,19 +80,31 @@ class Scheduler {
   virtual Seq& victim(int g, std::vector<Seq>& running) const;
   // The sequences pipeline engine `e`'s next step carries, group by group, and their tokens.
   virtual void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const = 0;
-  // After each step the loop ran (decode_only: no prompt work in it), and after a preemption.
-  virtual void after_step(bool /*decode_only*/) {}
-  virtual void after_preemption() {}
+  // Admission: begin_admission() before the loop offers the waiting head(s) to place(),
+  // admitted() after each one starts.
+  virtual void begin_admission() {}
+  virtual void admitted(const Seq& /*s*/) {}
+  // Where a preempted sequence waits again: at the head of the queue (true) or at its tail.
+  virtual bool requeue_at_head() const { return true; }
+  // After each step the loop ran or fast-forwarded (`decoded`: it carried decode tokens), after
+  // the preemptions of a step (`running`: the sequences still running), and when the replica has
+  // nothing running.
+  virtual void after_step(bool /*decoded*/) {}
+  virtual void after_preemption(const std::vector<Seq>& /*running*/) {}
+  virtual void on_idle() {}
 
  protected:
-  // Decode tokens first, then prompt work in admission order, within max_batch_tokens (chunks of
-  // prefill_chunk, or whole prompts when it is 0); `decode`/`prefill` select the kinds taken.
-  void take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill) const;
+  // Decode tokens first, then prompt work in admission order, within max_batch_tokens: chunks of
+  // prefill_chunk (`block_chunks`: a chunk cut short is cut to whole KV blocks), or whole prompts
+  // when it is 0, where the first prompt that does not fit ends the step's prompts (the first of
+  // a step always runs); `decode`/`prefill` select the kinds taken.
+  void take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+            bool block_chunks) const;
 
   const EngineSettings& eng_;
 };
 
-// The scheduler EngineSettings::scheduler names.
-std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e);
+// The scheduler EngineSettings::scheduler names, for a replica of `groups` attention-DP groups.
+std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e, int groups);
 
 }  // namespace shardsim

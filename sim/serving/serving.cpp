@@ -81,7 +81,7 @@ class ReplicaSim {
         stage_first_(static_cast<std::size_t>(engines_), -1.0), armed_(static_cast<std::size_t>(engines_)),
         costs_(opt.shape_buckets_per_octave, opt.interpolate_context, opt.interpolate_mixed, key_replica,
                *opt.step_cache, [this](const ReplicaBatch& b) { return attention_cost(b); }),
-        sched_(make_scheduler(plan.engine)) {
+        sched_(make_scheduler(plan.engine, plan.deg.attn_dp)) {
     if (const int large = large_fold(opt, plan, model); large < run_fold(opt, plan, model))
       large_ = std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, large));
     out_.breakdown.layers_lowered = lowering_.num_lowered_layers();
@@ -121,8 +121,10 @@ class ReplicaSim {
       ++steps_;
       const int seqs = static_cast<int>(work.size());
       const bool whole_decode = seqs == seqs_in_engine_[static_cast<std::size_t>(e)] && batch_is_decode(work);
+      const bool decoded = std::any_of(work.begin(), work.end(), [](const auto& w) { return !w.first->prefilling(); });
       double end = run_step(t, batch, work);
       finish_step(work, end, load);  // (work's pointers die here)
+      sched_->after_step(decoded);
       ready_[static_cast<std::size_t>(e)] = end;
       arm(e, seqs, whole_decode);
     }
@@ -152,6 +154,7 @@ class ReplicaSim {
   // Engine e has no work: sleep until the next arrival or until a busy engine finishes a step
   // (which may free KV room for a waiting request).
   void sleep(int e, double t, double next_arrival) {
+    if (running_.empty()) sched_->on_idle();
     double wake = next_arrival;
     for (int k = 0; k < engines_; ++k)
       if (k != e && seqs_in_engine_[static_cast<std::size_t>(k)] > 0) wake = std::min(wake, ready_[static_cast<std::size_t>(k)]);
@@ -188,6 +191,7 @@ class ReplicaSim {
 
   // FCFS admission (preempted sequences first, they sit at the head): the head waits for room.
   void admit(double t, ReplicaLoad& load) {
+    sched_->begin_admission();
     while (!waiting_.empty()) {
       Seq s = waiting_.front();
       auto& r = out_.requests[static_cast<std::size_t>(s.req)];
@@ -219,6 +223,7 @@ class ReplicaSim {
       if (ready_[static_cast<std::size_t>(s.engine)] == kNever || ready_[static_cast<std::size_t>(s.engine)] < t)
         ready_[static_cast<std::size_t>(s.engine)] = t;
       running_.push_back(s);
+      sched_->admitted(s);
       load.peak_running = std::max(load.peak_running, static_cast<int>(running_.size()));
       waiting_.pop_front();
     }
@@ -243,8 +248,10 @@ class ReplicaSim {
       used += more;
       s.kv += more;
     }
-    if (preempted)  // the only sequences marked here; finish_step removes the ones it completes
+    if (preempted) {  // the only sequences marked here; finish_step removes the ones it completes
       running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
+      sched_->after_preemption(running_);
+    }
   }
 
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
@@ -272,7 +279,8 @@ class ReplicaSim {
       back.ctx = 0;
       out_.breakdown.recomputed_tokens += s.ctx;
     }
-    waiting_.push_front(back);
+    if (sched_->requeue_at_head()) waiting_.push_front(back);
+    else waiting_.push_back(back);
   }
 
   // Engine e's next step, as the engine's scheduler composes it.
@@ -359,7 +367,7 @@ class ReplicaSim {
 
   // ---- fast-forward (ServingOptions::fast_forward) ----
 
-  bool head_known_blocked() const { return head_blocked_ && blocked_at_ == frees_; }
+  bool head_known_blocked() const { return head_blocked_ && blocked_at_ == frees_ && sched_->blocked_until_free(); }
 
   static bool batch_is_decode(const std::vector<std::pair<Seq*, int>>& work) {
     for (const auto& [s, n] : work)
@@ -377,6 +385,7 @@ class ReplicaSim {
     --a.left;
     ++a.done;
     out_.breakdown.forwarded_steps++;
+    sched_->after_step(true);
     double end = advance_clock(t, a.timing, a.host_seqs);
     out_.breakdown.decode_tokens += a.tokens;
     out_.emissions.push_back({end, a.tokens});

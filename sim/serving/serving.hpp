@@ -2,13 +2,14 @@
 //
 // Owns: serve(), which replays requests on the plan's dp replicas (open loop: round-robin in
 // arrival order; closed loop: each client on one replica, sim/serving/arrivals.hpp), and inside a
-// replica to the attention-DP group with the fewest sequences. Each replica is one
+// replica to the attention-DP group its scheduler picks. Each replica is one
 // engine with the plan's EngineSettings (sim/plan/engine.hpp): FCFS admission limited by max_seqs
 // (split over attention groups) and by the KV policy — reserve prompt + max output, reserve the
 // true output (an oracle), or allocate blocks on demand and preempt the most recently admitted
 // sequence (recompute or swap) when a step needs a block that is not free; the scheduler never
-// knows output lengths unless the policy is the oracle. Each step runs decode tokens first, then
-// prefill up to max_batch_tokens (whole prompts, or chunks of prefill_chunk). Every step is
+// knows output lengths unless the policy is the oracle. What each step carries, which request
+// starts where, and whom to preempt is the engine's scheduler's decision (scheduler.hpp: vLLM V1
+// and TensorRT-LLM run decode first, then prompt work, in one step; SGLang prefill first). Every step is
 // lowered with its real tokens, contexts and routing and run by the executor; the host adds its
 // per-iteration and per-sequence cost and, without CUDA graphs, launches that can outlast the
 // GPU work. The steady-state window (SteadyWindow) runs from the moment every replica has turned

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "sim/step/analytic_executor.hpp"
+#include "sim/step/lowering.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/serving/serving.hpp"
@@ -106,4 +107,139 @@ TEST_CASE("steady state: throughput in the saturated window does not depend on h
   Run tiny = run("tp=8,max_seqs=64,max_context=4096", tr(70));
   CHECK_FALSE(tiny.metrics.steady_trusted);
   CHECK_FALSE(tiny.metrics.steady_note.empty());
+}
+
+namespace {
+
+// Every executed step's batch, group by group: (decode tokens, prompt tokens) per attention group.
+struct Composition {
+  std::vector<std::vector<std::pair<int, int>>> steps;
+  std::vector<std::pair<long, long>> prompts;  // each prompt chunk run, in order: (request, first position)
+  std::vector<int> prompt_tokens;              // per step
+  ServingResult result;
+};
+
+Composition compositions(const std::string& model, const std::string& plan_text, const RequestTrace& trace, double kv_tokens = 0) {
+  ModelSpec m = load_model(model);
+  Cluster c = load_cluster("dgx-h100:1");
+  Plan p = plan_from_string(plan_text, 8, plan_defaults(m));
+  if (kv_tokens > 0) {
+    MemoryReport full = plan_memory(p, m, c);
+    p.engine.kv_budget = KvBudget::TotalFraction;
+    p.engine.kv_fraction = (full.worst().static_bytes() + kv_tokens * full.worst().kv_per_token) / full.hbm;
+  }
+  AnalyticExecutor ex(c);
+  ServingOptions o;
+  o.set_exact();  // every step executed: the callback sees each one
+  Composition out;
+  o.on_executed_step = [&](int, const ReplicaBatch& b, const StepTiming&) {
+    std::vector<std::pair<int, int>> g;
+    int tokens = 0;
+    for (const auto& group : b.groups) {
+      int d = 0, pf = 0;
+      for (const auto& w : group) {
+        (w.decodes() ? d : pf) += w.new_tokens;
+        if (!w.decodes()) out.prompts.emplace_back(w.request, w.first_pos);
+      }
+      g.emplace_back(d, pf);
+      tokens += pf;
+    }
+    out.steps.push_back(std::move(g));
+    out.prompt_tokens.push_back(tokens);
+  };
+  out.result = serve(p, m, c, trace, nullptr, ex, o);
+  return out;
+}
+Composition compositions(const std::string& model, const std::string& plan_text, const std::string& trace, double kv_tokens = 0) {
+  return compositions(model, plan_text, load_request_trace(trace), kv_tokens);
+}
+
+// Steps in which one group both decodes and prefills; steps in which one group prefills while
+// another decodes.
+std::pair<int, int> mixing(const Composition& c) {
+  int within = 0, across = 0;
+  for (const auto& s : c.steps) {
+    bool any_decode = false, any_prefill = false;
+    for (auto [d, p] : s) {
+      within += d > 0 && p > 0;
+      any_decode = any_decode || (d > 0 && p == 0);
+      any_prefill = any_prefill || (p > 0 && d == 0);
+    }
+    across += any_decode && any_prefill;
+  }
+  return {within, across};
+}
+
+const char* kArrivals = "synthetic:n=80,prompt=fixed:600,output=fixed:100,rate=40,arrival=poisson,seed=3";
+
+}  // namespace
+
+TEST_CASE("scheduler: SGLang runs prefill first — a rank with prompt work decodes nothing that step, vLLM mixes them") {
+  Composition v = compositions("llama3-70b", "tp=8,scheduler=vllm", kArrivals);
+  Composition s = compositions("llama3-70b", "tp=8,scheduler=sglang", kArrivals);
+  CHECK(mixing(v).first > 0);   // vLLM V1: decode tokens and prompt chunks in one step
+  CHECK(mixing(s).first == 0);  // SGLang: never in one rank's step
+  CHECK(s.result.breakdown.prefill_tokens == 80 * 600);
+  // Prompts run without decode beside them, so first tokens come sooner; decode waits for every
+  // prefill batch and then takes a step of its own, so the slowest inter-token gaps are longer.
+  Metrics mv = summarize(v.result, ServingOptions{}, 8), ms = summarize(s.result, ServingOptions{}, 8);
+  CHECK(ms.completed == 80);
+  CHECK(s.steps.size() > v.steps.size());
+  CHECK(ms.ttft_ms.p50 < mv.ttft_ms.p50);
+  CHECK(ms.tpot_ms.p99 > mv.tpot_ms.p99);
+}
+
+TEST_CASE("scheduler: SGLang's attention-DP ranks choose prefill or decode each on their own") {
+  Composition s = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=sglang", kArrivals);
+  auto [within, across] = mixing(s);
+  CHECK(within == 0);
+  CHECK(across > 0);  // one rank prefills while the other decodes, in the same step
+}
+
+TEST_CASE("scheduler: SGLang keeps KV for the running requests' future tokens, so it preempts less than vLLM") {
+  // 20,000 tokens of KV, prompts 500, outputs 400 (kTrace): vLLM admits on the prompt's blocks
+  // alone and must preempt; SGLang reserves new_token_ratio of the outputs still to come.
+  Composition v = compositions("llama3-70b", "tp=8,scheduler=vllm,kv_block=1,max_context=2048", kTrace, 20000);
+  Composition s = compositions("llama3-70b", "tp=8,scheduler=sglang,kv_block=1,max_context=2048", kTrace, 20000);
+  CHECK(v.result.breakdown.preemptions > 0);
+  CHECK(s.result.breakdown.preemptions < v.result.breakdown.preemptions);
+  CHECK(s.result.breakdown.peak_seqs < v.result.breakdown.peak_seqs);
+  Metrics ms = summarize(s.result, ServingOptions{}, 8);
+  CHECK(ms.completed == 60);
+}
+
+TEST_CASE("scheduler: without chunked context, prompts start whole and in order — the first that does not fit ends the step's prompts") {
+  // TensorRT-LLM's micro-batch scheduler (and vLLM's with chunking off) stop at the first prompt
+  // that does not fit the step's remaining tokens; a later, shorter one does not jump ahead.
+  const char* varied = "synthetic:n=60,prompt=lognormal:700:0.9:3000,output=fixed:50,seed=11";
+  for (const char* sched : {"trtllm", "vllm"}) {
+    CAPTURE(sched);
+    Composition c = compositions("llama3-70b", std::string("tp=8,prefill_chunk=0,max_batch_tokens=3000,scheduler=") + sched, varied);
+    long next = 0;  // requests arrive in index order at t = 0: prompts must start in that order
+    int budget_steps = 0;
+    for (const auto& [req, pos] : c.prompts) {
+      if (pos != 0) continue;  // whole prompts: every prompt starts at position 0, once
+      CHECK(req == next);
+      ++next;
+    }
+    CHECK(next == 60);
+    for (int t : c.prompt_tokens) budget_steps += t > 3000;
+    CHECK(budget_steps == 0);  // no step holds more prompt tokens than its budget (no prompt here exceeds it)
+  }
+}
+
+TEST_CASE("scheduler: TensorRT-LLM places a request on the attention-DP rank with the fewest active prompt tokens") {
+  // One long prompt, then short ones: by active prompt tokens the short ones all go to the other
+  // rank until it holds as many tokens; by sequence count (vLLM) they alternate.
+  RequestTrace t;
+  t.requests.push_back(Request{0, 3000, 50});
+  for (int i = 0; i < 20; ++i) t.requests.push_back(Request{0, 100, 50});
+  auto groups = [&](const char* sched) {
+    Composition c = compositions("qwen3-30b-a3b", std::string("tp=4,attn_dp=2,ep=8,scheduler=") + sched, t);
+    int other = 0;
+    for (std::size_t i = 1; i < c.result.requests.size(); ++i) other += c.result.requests[i].group != c.result.requests[0].group;
+    return other;
+  };
+  CHECK(groups("trtllm") == 20);
+  CHECK(groups("vllm") == 10);
 }
