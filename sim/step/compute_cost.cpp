@@ -14,7 +14,7 @@ const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype m
   switch (kind) {
     case ComputeKind::Gemm:
     case ComputeKind::GroupedGemm: return low ? m.gemm_fp8 : m.gemm_bf16;
-    case ComputeKind::PrefillAttention: return m.attn_prefill;
+    case ComputeKind::PrefillAttention: return low ? m.attn_prefill_fp8 : m.attn_prefill;
     case ComputeKind::DecodeAttention: return m.attn_decode;
     case ComputeKind::MlaDecodeAttention: return m.attn_decode_mla;
     case ComputeKind::Memory: return m.memory;

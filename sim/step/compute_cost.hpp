@@ -41,6 +41,11 @@ struct ComputeModel {
   // Prefill attention (FlashAttention-class, BF16 math, causal): efficiency grows with the KV
   // length per sequence (AIConfigurator context_attention: 48 TFLOP/s at 128 tokens, 484 at 8,192).
   KernelCurve attn_prefill{0.60, 1500, 0.87, 0, 0.0, 5e-6};
+  // FP8 prefill attention (TensorRT-LLM's FP8 context FMHA, FP8 Q/K/V on an FP8 KV cache): the same
+  // form against the FP8 peak, through the same table's FP8 rows at the BF16 curve's two shapes
+  // (b = 1, 2,048 and 8,192 tokens, 64/8 heads of 128: 402 and 683 TFLOP/s against BF16's 329 and
+  // 508); the tiles fill later, so half of max_eff comes at a longer KV (2,500).
+  KernelCurve attn_prefill_fp8{0.45, 2500, 0.87, 0, 0.0, 5e-6};
   // Paged decode attention: bandwidth-bound, saturating at ≈2.9 TB/s once the KV read is large
   // (AIConfigurator generation_attention: 2.9 TB/s; FlashMLA reaches 3.0 TB/s).
   KernelCurve attn_decode{0.50, 0, 0.90, 8e6, 0.0, 8e-6};
