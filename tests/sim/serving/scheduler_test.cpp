@@ -20,16 +20,19 @@ struct Run {
   Metrics metrics;
 };
 
+// Sets the plan's KV budget so that its pool holds `kv_tokens` tokens.
+void cut_kv(Plan& p, const ModelSpec& m, const Cluster& c, double kv_tokens) {
+  MemoryReport full = plan_memory(p, m, c);
+  p.engine.kv_budget = KvBudget::TotalFraction;
+  p.engine.kv_fraction = (full.worst().static_bytes() + kv_tokens * full.worst().kv_per_token) / full.hbm;
+}
+
 // llama3-70b TP8 on one DGX-H100 with the KV pool cut to `kv_tokens` tokens.
 Run run(const std::string& plan_text, const std::string& trace, double kv_tokens = 0, bool offline = true) {
   ModelSpec m = load_model("llama3-70b");
   Cluster c = load_cluster("dgx-h100:1");
   Plan p = plan_from_string(plan_text, 8, plan_defaults(m));
-  if (kv_tokens > 0) {
-    MemoryReport full = plan_memory(p, m, c);
-    p.engine.kv_budget = KvBudget::TotalFraction;
-    p.engine.kv_fraction = (full.worst().static_bytes() + kv_tokens * full.worst().kv_per_token) / full.hbm;
-  }
+  if (kv_tokens > 0) cut_kv(p, m, c, kv_tokens);
   AnalyticExecutor ex(c);
   ServingOptions o;
   o.offline = offline;
@@ -123,11 +126,7 @@ Composition compositions(const std::string& model, const std::string& plan_text,
   ModelSpec m = load_model(model);
   Cluster c = load_cluster("dgx-h100:1");
   Plan p = plan_from_string(plan_text, 8, plan_defaults(m));
-  if (kv_tokens > 0) {
-    MemoryReport full = plan_memory(p, m, c);
-    p.engine.kv_budget = KvBudget::TotalFraction;
-    p.engine.kv_fraction = (full.worst().static_bytes() + kv_tokens * full.worst().kv_per_token) / full.hbm;
-  }
+  if (kv_tokens > 0) cut_kv(p, m, c, kv_tokens);
   AnalyticExecutor ex(c);
   ServingOptions o;
   o.set_exact();  // every step executed: the callback sees each one
