@@ -33,12 +33,17 @@ long Scheduler::lifetime_kv(const Seq& s) const {
 
 // The group with the fewest sequences among those with a free slot and room for `need`; a
 // swapped-out or handed-over sequence only in its own group (its KV is there).
+bool Scheduler::fits(const Seq& s, int g, long need, const ReplicaQueues& q) {
+  const auto k = static_cast<std::size_t>(g);
+  if (q.seqs_in_group[k] >= q.group_seqs || q.kv_used[k] + need > q.kv_capacity) return false;
+  if ((s.swapped || s.pinned) && g != s.group) return false;
+  return s.queue < 0 || g == s.queue;
+}
+
 int Scheduler::place(const Seq& s, long need, const ReplicaQueues& q) const {
   int best = -1;
   for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g) {
-    if (q.seqs_in_group[static_cast<std::size_t>(g)] >= q.group_seqs) continue;
-    if (q.kv_used[static_cast<std::size_t>(g)] + need > q.kv_capacity) continue;
-    if ((s.swapped || s.pinned) && g != s.group) continue;
+    if (!fits(s, g, need, q)) continue;
     if (best < 0 || q.seqs_in_group[static_cast<std::size_t>(g)] < q.seqs_in_group[static_cast<std::size_t>(best)]) best = g;
   }
   return best;
@@ -112,8 +117,7 @@ class TrtllmScheduler : public Scheduler {
     int best = -1;
     for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g) {
       const auto k = static_cast<std::size_t>(g);
-      if (q.seqs_in_group[k] >= q.group_seqs || q.kv_used[k] + need > q.kv_capacity) continue;
-      if ((s.swapped || s.pinned) && g != s.group) continue;
+      if (!fits(s, g, need, q)) continue;
       if (best < 0 || tokens[k] < tokens[static_cast<std::size_t>(best)]) best = g;
     }
     return best;
@@ -159,9 +163,7 @@ class SglangScheduler : public Scheduler {
     int best = -1;
     for (int g = 0; g < groups_; ++g) {
       const auto k = static_cast<std::size_t>(g);
-      if (q.seqs_in_group[k] >= q.group_seqs) continue;
-      if (q.kv_used[k] + need > q.kv_capacity) continue;
-      if ((s.swapped || s.pinned) && g != s.group) continue;
+      if (!fits(s, g, need, q)) continue;
       if (pending[k] >= chunk_) continue;  // this step's prefill batch is full
       if (wants >= q.kv_capacity - static_cast<double>(q.kv_used[k]) - reserve[k] - round_[k]) continue;
       if (best < 0 || q.seqs_in_group[k] < q.seqs_in_group[static_cast<std::size_t>(best)]) best = g;
@@ -169,6 +171,8 @@ class SglangScheduler : public Scheduler {
     return best;
   }
   bool blocked_until_free() const override { return false; }  // the reserve shrinks as requests decode
+  // The DP controller sends requests to the ranks round robin (load_balance_method "auto").
+  int queue_of(long n) const override { return groups_ > 1 ? static_cast<int>(n % groups_) : -1; }
 
   // Retraction: the fewest output tokens first, then the longest prompt.
   Seq& victim(int g, std::vector<Seq>& running) const override {

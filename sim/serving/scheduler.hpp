@@ -42,6 +42,7 @@ struct Seq {
   long order = 0;        // admission order (the latest is preempted first)
   bool swapped = false;  // preempted by swap: its KV waits in host memory
   bool pinned = false;   // its KV was sent to `group` by a prefill pool: admitted there only
+  int queue = -1;        // the attention-DP rank whose own queue it waits in (−1: the replica's one queue)
   long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
   bool prefilling() const { return prefilled < prompt; }
 };
@@ -73,6 +74,9 @@ class Scheduler {
 
   // The attention group the waiting head `s`, needing `need` KV tokens, starts in; −1: it waits.
   virtual int place(const Seq& s, long need, const ReplicaQueues& q) const;
+  // Which attention-DP rank's own queue the `n`-th arriving request joins; −1: the replica keeps
+  // one queue for all its ranks.
+  virtual int queue_of(long /*n*/) const { return -1; }
   // Whether a head found blocked stays blocked until some KV or slot is freed (the loop then skips
   // admission until one is). False when admission also depends on the running sequences' progress.
   virtual bool blocked_until_free() const { return true; }
@@ -100,6 +104,9 @@ class Scheduler {
   // a step always runs); `decode`/`prefill` select the kinds taken.
   void take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
             bool block_chunks) const;
+  // Whether group g can take `s` now: a free slot, room for `need`, and its own group when its KV
+  // or its queue is there.
+  static bool fits(const Seq& s, int g, long need, const ReplicaQueues& q);
 
   const EngineSettings& eng_;
 };

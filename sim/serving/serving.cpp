@@ -103,7 +103,9 @@ class ReplicaSim {
       materialize(e);
       while (arrivals.next_time() <= t) {
         if (waiting_.empty()) head_blocked_ = false;  // a new head
-        waiting_.push_back(new_seq(arrivals.pop()));
+        Seq s = new_seq(arrivals.pop());
+        if (!s.pinned) s.queue = sched_->queue_of(arrived_++);
+        waiting_.push_back(s);
       }
       if (!waiting_.empty() && !head_known_blocked()) {
         materialize_all();  // admission reads the exact KV use
@@ -181,27 +183,43 @@ class ReplicaSim {
     return s;
   }
 
-  void reject(double t) {
+  // Refuses the waiting sequence at position `at` (the head unless said otherwise).
+  void reject(double t, std::size_t at = 0) {
     ++frees_;  // a new head
     out_.rejected_any = true;
     out_.note = "some requests need more KV cache than one attention group holds; they were not served";
-    arrivals_->done(waiting_.front().req, t);
-    waiting_.pop_front();
+    arrivals_->done(waiting_[at].req, t);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(at));
   }
 
-  // FCFS admission (preempted sequences first, they sit at the head): the head waits for room.
+  // FCFS admission (preempted sequences first, they sit at the head). Sequences in the replica's
+  // one queue (Seq::queue < 0): the head waits for room and holds back the rest. Sequences in an
+  // attention-DP rank's own queue (SGLang): each rank's head waits for room in its rank only.
   void admit(double t, ReplicaLoad& load) {
     sched_->begin_admission();
-    while (!waiting_.empty()) {
-      Seq s = waiting_.front();
+    std::vector<char> rank_blocked;
+    int blocked_ranks = 0;
+    for (std::size_t i = 0; i < waiting_.size();) {
+      Seq s = waiting_[i];
+      if (s.queue >= 0 && !rank_blocked.empty() && rank_blocked[static_cast<std::size_t>(s.queue)]) {
+        ++i;
+        continue;
+      }
       auto& r = out_.requests[static_cast<std::size_t>(s.req)];
       if (sched_->lifetime_kv(s) > kv_capacity_) {
-        reject(t);
+        reject(t, i);
         continue;
       }
       long need = sched_->admission_kv(s);
       int best = sched_->place(s, need, queues());
-      if (best < 0) return;
+      if (best < 0) {
+        if (s.queue < 0) return;
+        if (rank_blocked.empty()) rank_blocked.assign(static_cast<std::size_t>(groups_), 0);
+        rank_blocked[static_cast<std::size_t>(s.queue)] = 1;
+        if (++blocked_ranks == groups_) return;
+        ++i;
+        continue;
+      }
       if (s.swapped) pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
       s.swapped = false;
       s.group = best;
@@ -225,7 +243,7 @@ class ReplicaSim {
       running_.push_back(s);
       sched_->admitted(s);
       load.peak_running = std::max(load.peak_running, static_cast<int>(running_.size()));
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 
@@ -269,6 +287,7 @@ class ReplicaSim {
     Seq back = s;
     release(s);
     back.kv = 0;
+    if (back.queue >= 0) back.queue = s.group;  // back into its own rank's queue
     if (eng_.preemption == Preemption::Swap && s.prefilled >= s.prompt) {
       back.swapped = true;
       pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
@@ -660,6 +679,7 @@ class ReplicaSim {
   std::deque<Seq> waiting_;
   std::vector<Seq> running_;  // in admission order (a vector: the loop walks it every step)
   long admissions_ = 0;
+  long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
   double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
   long steps_ = 0;
   bool timeline_started_ = false;  // replica 0 has reached the first step to record

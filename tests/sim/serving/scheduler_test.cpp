@@ -242,3 +242,30 @@ TEST_CASE("scheduler: TensorRT-LLM places a request on the attention-DP rank wit
   CHECK(groups("trtllm") == 20);
   CHECK(groups("vllm") == 10);
 }
+
+TEST_CASE("scheduler: SGLang's DP controller sends requests to the attention-DP ranks round robin, each rank with its own queue") {
+  // Every request starts on rank (arrival index mod 2), whatever the ranks' loads; a rank whose
+  // queue head waits does not hold back the other rank's queue.
+  RequestTrace t;
+  for (int i = 0; i < 40; ++i) t.requests.push_back(Request{0.01 * i, i % 4 == 0 ? 3000 : 100, 50});
+  Composition s = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=sglang", t);
+  for (std::size_t i = 0; i < s.result.requests.size(); ++i) {
+    CAPTURE(i);
+    CHECK(s.result.requests[i].completed);
+    CHECK(s.result.requests[i].group == static_cast<int>(i % 2));
+  }
+  // Rank 0's second long prompt waits for KV room; rank 1's requests behind it in arrival order
+  // start at once.
+  RequestTrace tight;
+  for (int p : {3000, 100, 3000, 100, 100, 100}) tight.requests.push_back(Request{0, p, 50});
+  Composition k = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=sglang,kv_block=1", tight, 4500);
+  const auto& q = k.result.requests;
+  CHECK(q[2].admitted >= q[0].finish);
+  CHECK(q[3].admitted == 0);
+  CHECK(q[5].admitted == 0);
+  // vLLM's one queue puts a request on the least-loaded rank instead.
+  Composition v = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=vllm", t);
+  int off = 0;
+  for (std::size_t i = 0; i < v.result.requests.size(); ++i) off += v.result.requests[i].group != static_cast<int>(i % 2);
+  CHECK(off > 0);
+}
