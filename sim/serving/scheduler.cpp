@@ -31,8 +31,8 @@ long Scheduler::lifetime_kv(const Seq& s) const {
   return admission_kv(s);
 }
 
-// The group with the fewest sequences among those with a free slot and room for `need`; a
-// swapped-out or handed-over sequence only in its own group (its KV is there).
+// A swapped-out or handed-over sequence only in its own group (its KV is there); one in a rank's
+// own queue only in that rank.
 bool Scheduler::fits(const Seq& s, int g, long need, const ReplicaQueues& q) {
   const auto k = static_cast<std::size_t>(g);
   if (q.seqs_in_group[k] >= q.group_seqs || q.kv_used[k] + need > q.kv_capacity) return false;
@@ -40,13 +40,22 @@ bool Scheduler::fits(const Seq& s, int g, long need, const ReplicaQueues& q) {
   return s.queue < 0 || g == s.queue;
 }
 
+// The group with the fewest sequences.
 int Scheduler::place(const Seq& s, long need, const ReplicaQueues& q) const {
-  int best = -1;
-  for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g) {
-    if (!fits(s, g, need, q)) continue;
-    if (best < 0 || q.seqs_in_group[static_cast<std::size_t>(g)] < q.seqs_in_group[static_cast<std::size_t>(best)]) best = g;
-  }
-  return best;
+  return least(s, need, q, [](int) { return true; }, [&q](int g) { return q.seqs_in_group[static_cast<std::size_t>(g)]; });
+}
+
+void Scheduler::add_decode(Seq& s, ReplicaBatch& batch, StepWork& work) {
+  batch.groups[static_cast<std::size_t>(s.group)].push_back(
+      SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
+  work.emplace_back(&s, 1);
+}
+
+void Scheduler::add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work) {
+  batch.groups[static_cast<std::size_t>(s.group)].push_back(
+      SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
+              s.prefilled + chunk == s.prompt});
+  work.emplace_back(&s, chunk);
 }
 
 // The running sequences stay in admission order (appended when admitted, removed stably), so
@@ -64,9 +73,7 @@ void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, Step
     for (auto& s : running) {
       if (s.engine != e || s.prefilling()) continue;
       if (budget <= 0) break;
-      batch.groups[static_cast<std::size_t>(s.group)].push_back(
-          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
-      work.emplace_back(&s, 1);
+      add_decode(s, batch, work);
       --budget;
     }
   if (prefill)
@@ -81,10 +88,7 @@ void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, Step
       } else if (chunk > budget && !work.empty()) {
         break;  // whole prompts only: the first that does not fit ends the step's prompts (head of line)
       }
-      batch.groups[static_cast<std::size_t>(s.group)].push_back(
-          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
-                  s.prefilled + chunk == s.prompt});
-      work.emplace_back(&s, chunk);
+      add_chunk(s, chunk, batch, work);
       budget -= chunk;
     }
 }
@@ -110,17 +114,11 @@ class TrtllmScheduler : public Scheduler {
  public:
   using Scheduler::Scheduler;
   int place(const Seq& s, long need, const ReplicaQueues& q) const override {
-    if (q.kv_used.size() <= 1) return Scheduler::place(s, need, q);
+    if (q.kv_used.size() <= 1) return Scheduler::place(s, need, q);  // one rank: no tokens to count
     std::vector<double> tokens(q.kv_used.size(), 0.0);
     for (const auto& r : q.running)
       if (r.req >= 0) tokens[static_cast<std::size_t>(r.group)] += r.prompt;
-    int best = -1;
-    for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g) {
-      const auto k = static_cast<std::size_t>(g);
-      if (!fits(s, g, need, q)) continue;
-      if (best < 0 || tokens[k] < tokens[static_cast<std::size_t>(best)]) best = g;
-    }
-    return best;
+    return least(s, need, q, [](int) { return true; }, [&tokens](int g) { return tokens[static_cast<std::size_t>(g)]; });
   }
   void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
     take(e, running, batch, work, true, true, true);
@@ -160,15 +158,12 @@ class SglangScheduler : public Scheduler {
       pending[static_cast<std::size_t>(r.group)] += r.prompt - r.prefilled;
     }
     const double wants = static_cast<double>(s.prompt - s.prefilled) + static_cast<double>(clipped_left(s)) + std::max(1, eng_.kv_block);
-    int best = -1;
-    for (int g = 0; g < groups_; ++g) {
+    auto ok = [&](int g) {
       const auto k = static_cast<std::size_t>(g);
-      if (!fits(s, g, need, q)) continue;
-      if (pending[k] >= chunk_) continue;  // this step's prefill batch is full
-      if (wants >= q.kv_capacity - static_cast<double>(q.kv_used[k]) - reserve[k] - round_[k]) continue;
-      if (best < 0 || q.seqs_in_group[k] < q.seqs_in_group[static_cast<std::size_t>(best)]) best = g;
-    }
-    return best;
+      return pending[k] < chunk_  // this step's prefill batch has room
+             && wants < q.kv_capacity - static_cast<double>(q.kv_used[k]) - reserve[k] - round_[k];
+    };
+    return least(s, need, q, ok, [&q](int g) { return q.seqs_in_group[static_cast<std::size_t>(g)]; });
   }
   bool blocked_until_free() const override { return false; }  // the reserve shrinks as requests decode
   // The DP controller sends requests to the ranks round robin (load_balance_method "auto").
@@ -193,9 +188,7 @@ class SglangScheduler : public Scheduler {
       if (s.engine == e && s.prefilling()) prefill[static_cast<std::size_t>(s.group)] = 1;
     for (auto& s : running) {  // the decoding ranks: every running request, one token each
       if (s.engine != e || s.prefilling() || prefill[static_cast<std::size_t>(s.group)]) continue;
-      batch.groups[static_cast<std::size_t>(s.group)].push_back(
-          SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
-      work.emplace_back(&s, 1);
+      add_decode(s, batch, work);
     }
     std::vector<int> budget(static_cast<std::size_t>(groups_), chunk_);
     for (auto& s : running) {  // the prefilling ranks: prompt work in admission order, within the chunk
@@ -206,9 +199,7 @@ class SglangScheduler : public Scheduler {
       int chunk = remaining;
       if (eng_.prefill_chunk > 0) chunk = std::min(remaining, budget[k]);
       else if (chunk > budget[k] && !batch.groups[k].empty()) continue;  // unchunked: the first prompt always runs
-      batch.groups[k].push_back(SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk,
-                                        s.prefilled, s.prefilled + chunk == s.prompt});
-      work.emplace_back(&s, chunk);
+      add_chunk(s, chunk, batch, work);
       budget[k] -= chunk;
     }
   }

@@ -107,6 +107,18 @@ class Scheduler {
   // Whether group g can take `s` now: a free slot, room for `need`, and its own group when its KV
   // or its queue is there.
   static bool fits(const Seq& s, int g, long need, const ReplicaQueues& q);
+  // Of the groups that fit `s` and pass `ok(g)`, the one with the smallest `key(g)` (the lowest
+  // index among equals); −1 when none does.
+  template <class Ok, class Key>
+  static int least(const Seq& s, long need, const ReplicaQueues& q, Ok ok, Key key) {
+    int best = -1;
+    for (int g = 0; g < static_cast<int>(q.kv_used.size()); ++g)
+      if (fits(s, g, need, q) && ok(g) && (best < 0 || key(g) < key(best))) best = g;
+    return best;
+  }
+  // Adds `s` to its group's list in `batch` and to `work`: one decode token, or `chunk` prompt tokens.
+  static void add_decode(Seq& s, ReplicaBatch& batch, StepWork& work);
+  static void add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work);
 
   const EngineSettings& eng_;
 };
