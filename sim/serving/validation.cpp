@@ -106,26 +106,23 @@ void kernel_rows(std::vector<ValidationRow>& rows) {
   gemm("FP8", Dtype::FP8, 128, 8192, 8192, 42.5);
   gemm("FP8", Dtype::FP8, 4096, 5120, 8192, 319.2);
   // Attention with Llama-70B heads (64 query, 8 KV, dim 128).
-  auto prefill = [&](double b, double s, double us) {
+  // Prompt attention in BF16, and in FP8 (FP8 Q/K/V on an FP8 KV cache: the table's attn_dtype fp8 rows).
+  auto prefill = [&](double b, double s, Dtype math, double us) {
+    const bool fp8 = math == Dtype::FP8;
     char name[96];
-    std::snprintf(name, sizeof name, "H100 prefill attention b=%.0f s=%.0f (64/8 heads, BF16)", b, s);
-    add(name, ComputeKind::PrefillAttention, s, b * 2 * s * (s + 1) / 2 * 64 * 256, b * s * 2 * 8 * 128 * 2 * 2,
-        Dtype::BF16, us, curve_text("attn_prefill", cm.attn_prefill),
-        "attention/trtllm/1.3.0rc20/context_attention_perf.parquet", "causal, one kernel");
+    std::snprintf(name, sizeof name, "H100 prefill attention b=%.0f s=%.0f (64/8 heads, %s)", b, s, fp8 ? "FP8" : "BF16");
+    const std::string sets =
+        fp8 ? curve_text("attn_prefill_fp8", cm.attn_prefill_fp8) +
+                  ": over the table's 3,006 FP8 rows of head dim 128 with 8,192+ tokens, RMS 17.8% (the BF16 curve: 15.6% over its 2,972)"
+            : curve_text("attn_prefill", cm.attn_prefill);
+    add(name, ComputeKind::PrefillAttention, s, b * 2 * s * (s + 1) / 2 * 64 * 256, b * s * 2 * 8 * 128 * (fp8 ? 1 : 2) * 2, math,
+        us, sets, "attention/trtllm/1.3.0rc20/context_attention_perf.parquet",
+        fp8 ? "causal, one kernel, FP8 KV cache" : "causal, one kernel");
   };
-  prefill(1, 8192, 2165.35);
-  prefill(1, 2048, 209.16);
-  // The same shapes in FP8 (FP8 Q/K/V on an FP8 KV cache, the table's attn_dtype fp8 rows).
-  auto prefill_fp8 = [&](double b, double s, double us) {
-    char name[96];
-    std::snprintf(name, sizeof name, "H100 prefill attention b=%.0f s=%.0f (64/8 heads, FP8)", b, s);
-    add(name, ComputeKind::PrefillAttention, s, b * 2 * s * (s + 1) / 2 * 64 * 256, b * s * 2 * 8 * 128 * 1 * 2, Dtype::FP8, us,
-        curve_text("attn_prefill_fp8", cm.attn_prefill_fp8) +
-            ": over the table's 3,006 FP8 rows of head dim 128 with 8,192+ tokens, RMS 17.8% (the BF16 curve: 15.6% over its 2,972)",
-        "attention/trtllm/1.3.0rc20/context_attention_perf.parquet", "causal, one kernel, FP8 KV cache");
-  };
-  prefill_fp8(1, 8192, 1616.12);
-  prefill_fp8(1, 2048, 176.20);
+  prefill(1, 8192, Dtype::BF16, 2165.35);
+  prefill(1, 2048, Dtype::BF16, 209.16);
+  prefill(1, 8192, Dtype::FP8, 1616.12);
+  prefill(1, 2048, Dtype::FP8, 176.20);
   auto decode = [&](double b, double kv, double us) {
     char name[96];
     std::snprintf(name, sizeof name, "H100 decode attention b=%.0f KV=%.0f (64/8 heads, FP8 KV)", b, kv);
