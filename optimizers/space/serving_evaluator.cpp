@@ -145,16 +145,25 @@ CapacityServe ServingEvaluator::runner_for(const Plan& plan, EvalFaults& faults)
   };
 }
 
+// The capacity options for `plan`: one simulated replica stands for its alike ones (capacity.hpp),
+// unless the runs are not open-loop round-robin (decode only) or the caller asked for every replica.
+CapacityOptions ServingEvaluator::capacity_options_for(const Plan& plan) const {
+  CapacityOptions o = capacity_options(in_);
+  if (in_.capacity_one_replica && !in_.serving.prefilled)
+    o.replicas = alike_replicas(plan, *in_.cluster, in_.serving.cost_classes.get());
+  return o;
+}
+
 SloCapacity ServingEvaluator::capacity(const Plan& plan, EvalFaults* faults) const {
   EvalFaults local;
   return capacity_under_slo(runner_for(plan, faults ? *faults : local), in_.population ? *in_.population : *in_.trace,
-                            in_.serving, in_.goal, capacity_options(in_));
+                            in_.serving, in_.goal, capacity_options_for(plan));
 }
 
 SaturatedThroughput ServingEvaluator::saturated(const Plan& plan, EvalFaults* faults) const {
   EvalFaults local;
   return saturated_throughput(runner_for(plan, faults ? *faults : local), in_.population ? *in_.population : *in_.trace,
-                              in_.serving, capacity_options(in_));
+                              in_.serving, capacity_options_for(plan));
 }
 
 Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metrics) const {

@@ -72,6 +72,10 @@ struct EvaluatorInputs {
   Arrival arrivals = Arrival::Poisson;       // Capacity: how the rates' arrivals are drawn …
   std::uint64_t seed = 1;                    // … and from which seed (the samples' too)
   long capacity_start = 0;                   // Capacity, Saturated: the first sample (0 = trace's size)
+  // Capacity, Saturated: one simulated replica stands for the plan's alike replicas, with its
+  // share of the requests (CapacityOptions::replicas, sim/serving/capacity.hpp); false = every
+  // replica simulated (about dp times the cost).
+  bool capacity_one_replica = true;
 };
 
 class ServingEvaluator : public Evaluator {
@@ -87,6 +91,7 @@ class ServingEvaluator : public Evaluator {
   SloCapacity capacity(const Plan& plan, EvalFaults* faults = nullptr) const;
   SaturatedThroughput saturated(const Plan& plan, EvalFaults* faults = nullptr) const;
   const EvaluatorInputs& inputs() const { return in_; }
+  CapacityOptions capacity_options_for(const Plan& plan) const;
   ThreadSafety thread_safety() const override { return ThreadSafety::Constant; }
   std::string objective_unit() const override;
 

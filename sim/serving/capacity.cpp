@@ -40,6 +40,23 @@ RequestTrace capacity_sample(const RequestTrace& population, long n, std::uint64
 
 namespace {
 
+// Replica 0's share of `t`: every k-th request, as open-loop round-robin deals them (k ≤ 1: all).
+RequestTrace share_of(RequestTrace t, int k) {
+  if (k <= 1) return t;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < t.requests.size(); i += static_cast<std::size_t>(k)) t.requests[kept++] = t.requests[i];
+  t.requests.resize(kept);
+  return t;
+}
+
+// A share run's rates made the plan's (its counts and percentiles stay the simulated replica's).
+void scale_rates(Metrics& m, int k) {
+  if (k <= 1) return;
+  for (double* x : {&m.throughput_tok_s, &m.output_tok_s, &m.output_tok_s_per_gpu, &m.steady_output_tok_s,
+                    &m.steady_output_tok_s_per_gpu, &m.request_s, &m.goodput_req_s})
+    *x *= k;
+}
+
 // Two-sided 95% Student t quantile for `dof` degrees of freedom (dof ≥ 1).
 double t95(int dof) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -75,11 +92,12 @@ double batch_halfwidth(const ServingResult& r, int batches) {
 
 std::string SaturatedThroughput::describe() const {
   if (!feasible) return "infeasible: " + note;
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%s output tok/s, %s req/s (%s: 95%% interval ±%.1f%%, %.1f batch turnovers in %.3g–%.3g s, %s requests, %d run%s)",
+  char buf[400];
+  const std::string who = replicas > 1 ? " (replica 0 of " + std::to_string(replicas) + " alike simulated, with its share)" : "";
+  std::snprintf(buf, sizeof buf, "%s output tok/s, %s req/s (%s: 95%% interval ±%.1f%%, %.1f batch turnovers in %.3g–%.3g s, %s requests%s, %d run%s)",
                 readable(output_tok_s).c_str(), readable(request_s, 3).c_str(), converged ? "converged" : "NOT converged",
                 100 * std::min(rel_halfwidth, 9.99), turnovers, window_start, window_end, readable(static_cast<double>(requests)).c_str(),
-                runs, runs == 1 ? "" : "s");
+                who.c_str(), runs, runs == 1 ? "" : "s");
   return buf;
 }
 
@@ -91,13 +109,17 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
   so.offline = true;
   so.concurrency = 0;
   so.timeline_steps = 0;
+  const int k = std::max(1, opt.replicas);
+  so.replica_share = k > 1;
+  s.replicas = k;
   // At least the whole trace (up to the limit): a start that does not depend on --requests.
   long n = std::min(opt.max_requests,
                     std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
   for (;;) {
-    const RequestTrace sample = capacity_sample(population, n, opt.seed, false);
+    const RequestTrace sample = share_of(capacity_sample(population, n, opt.seed, false), k);
     Metrics m;
     const ServingResult r = serve(sample, so, m);
+    scale_rates(m, k);
     ++s.runs;
     s.requests = n;
     s.metrics = m;
@@ -113,12 +135,12 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
     s.turnovers = w.turnover > 0 ? static_cast<double>(w.completions) / static_cast<double>(w.turnover) : 0;
     s.rel_halfwidth = batch_halfwidth(r, opt.batches);
     if (w.seconds() > 0) {
-      s.output_tok_s = static_cast<double>(w.tokens) / w.seconds();
-      s.request_s = static_cast<double>(w.completions) / w.seconds();
+      s.output_tok_s = k * static_cast<double>(w.tokens) / w.seconds();
+      s.request_s = k * static_cast<double>(w.completions) / w.seconds();
       double prompt = 0;
       for (const auto& q : r.requests)
         if (q.completed && q.first_token > w.start && q.first_token <= w.end) prompt += q.prompt_tokens;
-      s.total_tok_s = s.output_tok_s + prompt / w.seconds();
+      s.total_tok_s = s.output_tok_s + k * prompt / w.seconds();
     } else {  // no window at all: the whole run's rates, never trusted
       s.output_tok_s = m.output_tok_s;
       s.request_s = m.request_s;
@@ -200,17 +222,20 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
   so.offline = false;
   so.concurrency = 0;
   so.timeline_steps = 0;
+  const int k = std::max(1, opt.replicas);
+  so.replica_share = k > 1;
   // Judged on all its requests and on those of the second half of its arrivals (a queue that
   // grows shows there); a rejected or unfinished request fails the probe. A probe stops as soon
   // as its misses decide that it fails (ServingOptions::slo_stop): the same verdict, sooner.
   auto probe = [&](double rate, Metrics& judged) {
     ++c.probes;
-    const RequestTrace t = at_rate(sample, rate, opt.arrivals, opt.seed);
+    const RequestTrace t = share_of(at_rate(sample, rate, opt.arrivals, opt.seed), k);
     const double half = t.requests[t.requests.size() / 2].arrival_s;
     ServingOptions po = so;
     if (opt.stop_early) po.slo_stop = goal.stop_when_missed(t.requests, half, so);
     Metrics whole;
     ServingResult r = serve(t, po, whole);
+    scale_rates(whole, k);
     if (r.stopped_early) {
       ++c.stopped_probes;
       return false;
@@ -221,6 +246,7 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     for (const auto& q : r.requests)
       if (q.arrival >= half) late.requests.push_back(q);
     judged = summarize(late, so, 1);
+    scale_rates(judged, k);
     return goal.met(judged) && goal.met(whole);
   };
   Metrics m;

@@ -27,6 +27,15 @@
 // it fails (ServingOptions::slo_stop). Probes: the saturated rate, then 0.9 of it (0.7, 0.5, an
 // eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`.
 //
+// Alike replicas (CapacityOptions::replicas > 1, alike_replicas()): every run simulates replica 0
+// alone with its share of the requests — every replicas-th, as open-loop round-robin deals them —
+// (ServingOptions::replica_share); its rates are multiplied by `replicas` and its requests judged
+// for all. Replica 0's run is step for step the one it has in the whole run; what is given up is
+// the other replicas' requests in the percentiles (a p99 over n/replicas requests) and in the
+// backlog's batch means (one replica's emissions vary more than their sum, so its interval may
+// need more requests). Costs about 1/replicas of the runs; `tools/bench objective` measures what
+// it does to the figure.
+//
 // All runs of one measure share one step cache (ServingOptions::step_cache), unless the caller
 // gives its own: one plan, one tier, so a probe executes only the step shapes no earlier run met.
 // Both are pure given a pure `serve`; every random choice flows from `seed`. Units: seconds,
@@ -53,6 +62,9 @@ struct CapacityOptions {
   bool stop_early = true;         // a probe stops once its misses decide that it fails (the same verdict)
   Arrival arrivals = Arrival::Poisson;
   std::uint64_t seed = 1;
+  // Alike replicas one simulated replica stands for (see above; the serve callback must honour
+  // ServingOptions::replica_share when > 1). Request counts below are the whole plan's.
+  int replicas = 1;
 };
 
 // `n` requests from `population`, all arriving at 0: seeded shuffles of it, one per pass (each
@@ -72,14 +84,16 @@ struct SaturatedThroughput {
   double output_tok_s = 0;        // generated tokens per second in the window
   double total_tok_s = 0;         // + prompt tokens of the requests whose first token fell in it
   double request_s = 0;           // completions per second in the window
-  long requests = 0;              // the sample size of the last run
+  long requests = 0;              // the sample size of the last run (all replicas')
+  int replicas = 1;               // CapacityOptions::replicas: 1 simulated stood for this many
   long turnover_requests = 0;     // the first sample whose window held min_turnovers turnovers (0: none)
   int runs = 0;                   // serving runs spent (the extensions)
   double window_start = 0, window_end = 0;
   double turnovers = 0;           // completions in the window ÷ one batch turnover
   double rel_halfwidth = 0;       // of the 95% interval of the batch means, relative
   std::string note;               // why not feasible / not converged
-  Metrics metrics;                // of the last run (a backlog: its TTFT is queueing, not latency)
+  Metrics metrics;                // of the last run (a backlog: its TTFT is queueing, not latency); with replicas > 1
+                                  // its rates are the plan's, its counts those of the simulated replica
   std::string describe() const;   // "12,345 tok/s (converged: ±1.2%, 7.5 turnovers, 2,400 requests)"
 };
 
@@ -96,7 +110,7 @@ struct SloCapacity {
   int stopped_probes = 0;         // of them, stopped as soon as they missed the goal
   long probe_requests = 0;        // requests per probe
   SaturatedThroughput saturated;
-  Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too)
+  Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above
   std::string note;
   int runs() const { return probes + saturated.runs; }
   std::string describe() const;

@@ -752,10 +752,16 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
 // True when two replicas' steps cost the same to the analytic executor: rank by rank the same
 // rail, NIC bandwidth and NVLink domain pattern, and pair by pair routes of the same latency,
 // bottleneck and kind. (All the collective formulas read; sim/step/collective_cost.cpp.)
-bool same_costs(const Cluster& c, const std::vector<int>& a, const std::vector<int>& b) {
+// `in_node_rails_free`: rails and NICs are not compared for replicas that each stay inside one
+// node, where nothing reaches a NIC (two tp=4 replicas of one DGX on rails 0-3 and 4-7 cost the
+// same). Their step caches are still kept apart: sharing them would let fewer routing samples
+// reach more steps, which moved a Mixtral case's TPOT p50 by −1.3% (docs/performance-log.md).
+bool same_costs(const Cluster& c, const std::vector<int>& a, const std::vector<int>& b, bool in_node_rails_free = false) {
   const std::size_t p = a.size();
+  bool one_node = in_node_rails_free;
+  for (std::size_t i = 1; i < p && one_node; ++i) one_node = c.node_of(a[0]) == c.node_of(a[i]) && c.node_of(b[0]) == c.node_of(b[i]);
   for (std::size_t i = 0; i < p; ++i) {
-    if (c.rail_of(a[i]) != c.rail_of(b[i]) || c.injection_bw(a[i]) != c.injection_bw(b[i])) return false;
+    if (!one_node && (c.rail_of(a[i]) != c.rail_of(b[i]) || c.injection_bw(a[i]) != c.injection_bw(b[i]))) return false;
     for (std::size_t j = 0; j < p; ++j) {
       if (c.same_nvlink_domain(a[i], a[j]) != c.same_nvlink_domain(b[i], b[j])) return false;
       if (i == j) continue;
@@ -801,7 +807,7 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
   }
   if (o.concurrency <= 0) {
     std::vector<int> mine;
-    for (int i = rep; i < n; i += dp) mine.push_back(i);
+    for (int i = o.replica_share ? 0 : rep; i < n; i += o.replica_share ? 1 : dp) mine.push_back(i);
     return Arrivals::open(std::move(mine), requests);
   }
   std::vector<std::vector<int>> clients;
@@ -853,6 +859,17 @@ std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster
   return cls;
 }
 
+int alike_replicas(const Plan& plan, const Cluster& cluster, CostClassMemo* memo) {
+  if (plan.disaggregated() || plan.deg.dp <= 1) return 1;
+  const std::vector<int> cls = memo ? memo->classes(plan, cluster) : cost_classes(plan, cluster);
+  if (std::all_of(cls.begin(), cls.end(), [](int c) { return c == 0; })) return plan.deg.dp;
+  const PlanLayout layout(plan);  // not one cost class: alike all the same when only rails inside a node differ
+  const std::vector<int> first = layout.replica(0);
+  for (int r = 1; r < plan.deg.dp; ++r)
+    if (!same_costs(cluster, first, layout.replica(r), true)) return 1;
+  return plan.deg.dp;
+}
+
 ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& cluster, const RequestTrace& trace,
                     const RoutingSource* routing, const StepExecutor& executor, const ServingOptions& options) {
   if (plan.disaggregated()) {  // (which refuses ServingOptions::prefilled)
@@ -861,6 +878,8 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
     };
     return serve_disaggregated(plan, model, cluster, trace, options, pool, analytic_transfer_timer(cluster));
   }
+  if (options.replica_share && (plan.disaggregated() || options.concurrency > 0 || options.prefilled || !options.decode_slots.empty()))
+    throw std::logic_error("serve: replica_share is for open-loop runs of a colocated plan");
   if (options.prefilled && options.decode_slots.empty()) return serve_prefilled(plan, model, cluster, trace, routing, executor, options);
   ServingResult out;
   out.memory = plan_memory(plan, model, cluster);
@@ -874,7 +893,8 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
     r.admitted = r.first_token = -1;
     r.output_tokens = std::max(1, trace.requests[i].output_tokens);
   }
-  std::vector<ReplicaLoad> loads(static_cast<std::size_t>(plan.deg.dp));
+  const int simulated = options.replica_share ? 1 : plan.deg.dp;
+  std::vector<ReplicaLoad> loads(static_cast<std::size_t>(simulated));
   ServingOptions opts = options;  // the replicas of one cost class share the run's step cache
   if (!opts.step_cache) opts.step_cache = std::make_shared<StepCache>();
   const std::vector<int> classes = options.shape_buckets_per_octave <= 0 ? std::vector<int>(static_cast<std::size_t>(plan.deg.dp), 0)
@@ -884,7 +904,7 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   if (experts->balanced())
     out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
                                 experts->sample_tokens()};
-  for (int rep = 0; rep < plan.deg.dp; ++rep) {
+  for (int rep = 0; rep < simulated; ++rep) {
     ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, opts, out.memory,
                    experts, out);
     Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts);

@@ -72,6 +72,13 @@ class CostClassMemo {
   std::map<std::vector<int>, std::vector<int>> by_layout_;  // every replica's GPUs, in turn → classes
 };
 
+// How many of the plan's replicas are alike — the same step costs (one cost class, or replicas
+// inside one node each, whose rails carry nothing) and, under open-loop round-robin, statistically
+// the same share of any trace — so that one simulated replica stands for them all
+// (ServingOptions::replica_share): plan.deg.dp, or 1 for a disaggregated plan, one replica, or
+// replicas whose GPUs sit differently in the cluster.
+int alike_replicas(const Plan& plan, const Cluster& cluster, CostClassMemo* memo = nullptr);
+
 // Stops a run once it cannot meet an SLO goal: the capacity search's probes need only pass or
 // fail, and a rate above the capacity fails long before its last request (sim/serving/capacity.cpp).
 // Requests over a bound are counted as their first and last tokens come out — over all requests
@@ -165,6 +172,13 @@ struct ServingOptions {
   // its first token goes out when it is admitted, so its TTFT is its wait for admission. Not with
   // a closed loop or a disaggregated plan (which has its own prefill pool): InputError.
   bool prefilled = false;
+  // Replica 0's share: the trace is what open-loop round-robin hands replica 0 of a plan.deg.dp
+  // times larger one (its requests 0, dp, 2dp, …), so only replica 0 is simulated and it is given
+  // every request — its run is the one it would have in the larger trace's, step for step. For
+  // replicas that are alike (alike_replicas()): the capacity search (sim/serving/capacity.hpp)
+  // judges one replica's requests instead of all. std::logic_error with a disaggregated plan, a
+  // closed loop or decode slots.
+  bool replica_share = false;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
   // A step cache shared between serve() calls (the simgrid tier's two passes); null = one for this

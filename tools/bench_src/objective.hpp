@@ -10,6 +10,8 @@
 //                  judged on all its requests, bisected to 2% between 1/64 of and 1.5× its offline
 //                  completion rate (sim/serving/load_sweep's max_load_meeting) — the median over
 //                  `truth_seeds` arrival draws, with their range (one draw's capacity is a sample);
+//   every replica  the objective with every replica simulated (capacity_one_replica = false): what
+//                  letting one replica stand for its alike ones does (printed with its range);
 //   the old drain  output tok/s of the first 300 requests offline (what the search ranked by before).
 // `problems`: a count (the first N) or names among mixtral16, ds64, ds64-wide.
 // Printed: per plan the three figures; per problem Spearman's rank correlation of objective and

@@ -182,6 +182,57 @@ TEST_CASE("SLO stop: the allowance is the most misses a run can hold and still m
   }
 }
 
+TEST_CASE("replica share: replica 0 alone with its share runs step for step as among all replicas, and stands for them") {
+  Dense d;
+  REQUIRE(alike_replicas(d.plan, d.cluster) == 2);
+  const RequestTrace paced = at_rate(head(d.population, 400), 14, Arrival::Poisson, 3);
+  const ServingResult all = shardsim::serve(d.plan, d.model, d.cluster, paced, nullptr, d.ex, ServingOptions{});
+  RequestTrace mine = paced;  // what round-robin hands replica 0: requests 0, 2, 4, …
+  mine.requests.clear();
+  for (std::size_t i = 0; i < paced.requests.size(); i += 2) mine.requests.push_back(paced.requests[i]);
+  ServingOptions so;
+  so.replica_share = true;
+  const ServingResult one = shardsim::serve(d.plan, d.model, d.cluster, mine, nullptr, d.ex, so);
+  REQUIRE(one.requests.size() == mine.requests.size());
+  int later = 0;
+  for (std::size_t k = 0; k < one.requests.size(); ++k) {
+    const RequestResult &a = one.requests[k], &b = all.requests[2 * k];
+    CHECK(b.replica == 0);
+    CHECK(a.first_token == b.first_token);
+    CHECK(a.finish == b.finish);
+    later += a.finish > a.arrival + 1.0;
+  }
+  CHECK(later > 0);  // a run with queueing, not an idle one
+  so.concurrency = 4;
+  CHECK_THROWS_AS(shardsim::serve(d.plan, d.model, d.cluster, mine, nullptr, d.ex, so), std::logic_error);
+  // One replica's capacity stands for the plan's: the saturated rate and the SLO capacity agree
+  // with every replica's within the bisection's 4% (and the intervals' reach), at about half the steps.
+  CapacityOptions o;
+  o.start_requests = 300;
+  ServingOptions slo;
+  slo.slo_ttft = 0.5;
+  slo.slo_tpot = 0.03;
+  const SloGoal goal = parse_slo_goal("p99", 0.5, 0.03, "test");
+  const SloCapacity every = capacity_under_slo(d.serve, d.population, slo, goal, o);
+  o.replicas = 2;
+  long steps = 0;
+  CapacityServe counted = [&](const RequestTrace& t, const ServingOptions& opt, Metrics& m) {
+    REQUIRE(opt.replica_share);
+    ServingResult r = d.serve(t, opt, m);
+    steps += r.breakdown.steps;
+    return r;
+  };
+  const SloCapacity shared = capacity_under_slo(counted, d.population, slo, goal, o);
+  REQUIRE(every.feasible);
+  REQUIRE(shared.feasible);
+  CHECK(shared.saturated.replicas == 2);
+  CHECK(shared.saturated.describe().find("replica 0 of 2") != std::string::npos);
+  CHECK(std::fabs(shared.saturated.request_s / every.saturated.request_s - 1) < 0.04);
+  CHECK(std::fabs(shared.rate / every.rate - 1) < 0.09);
+  CHECK(shared.at_rate.requests < every.at_rate.requests);  // judged on replica 0's requests
+  CHECK(steps > 0);
+}
+
 TEST_CASE("objective: the demo's former winner (a 10 ms 'steady' window) scores below the Megatron rule plan" * doctest::test_suite("heavy")) {
   // Mixtral-8x7B on two DGX-H100: the plan random's search crowned at 18,520 tok/s against the best
   // rule plan's 11,888 under the old drain objective, which sustains a tenth of the rule plan's rate.
