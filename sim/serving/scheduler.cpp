@@ -58,15 +58,16 @@ void Scheduler::add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work
   work.emplace_back(&s, chunk);
 }
 
-// The running sequences stay in admission order (appended when admitted, removed stably), so
-// the latest admitted of group g is the last of its group still running.
+// The latest admitted of group g still running (Seq::order counts admissions).
 Seq& Scheduler::victim(int g, std::vector<Seq>& running) const {
-  for (auto s = running.rbegin(); s != running.rend(); ++s)
-    if (s->req >= 0 && s->group == g) return *s;
-  throw std::logic_error("serving: no running sequence in attention group " + std::to_string(g));
+  Seq* v = nullptr;
+  for (auto& s : running)
+    if (s.req >= 0 && s.group == g && (v == nullptr || s.order > v->order)) v = &s;
+  if (v == nullptr) throw std::logic_error("serving: no running sequence in attention group " + std::to_string(g));
+  return *v;
 }
 
-void Scheduler::take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+void Scheduler::take(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
                      bool block_chunks) const {
   int budget = eng_.max_batch_tokens;
   if (decode)
@@ -100,7 +101,7 @@ namespace {
 class VllmScheduler : public Scheduler {
  public:
   using Scheduler::Scheduler;
-  void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
+  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
     take(e, running, batch, work, true, true, false);
   }
 };
@@ -120,7 +121,7 @@ class TrtllmScheduler : public Scheduler {
       if (r.req >= 0) tokens[static_cast<std::size_t>(r.group)] += r.prompt;
     return least(s, need, q, [](int) { return true; }, [&tokens](int g) { return tokens[static_cast<std::size_t>(g)]; });
   }
-  void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
+  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
     take(e, running, batch, work, true, true, true);
   }
 };
@@ -174,7 +175,9 @@ class SglangScheduler : public Scheduler {
     Seq* v = nullptr;
     for (auto& s : running) {
       if (s.req < 0 || s.group != g) continue;
-      if (v == nullptr || s.generated < v->generated || (s.generated == v->generated && s.prompt - s.generated > v->prompt - v->generated))
+      if (v == nullptr || s.generated < v->generated ||
+          (s.generated == v->generated && (s.prompt - s.generated > v->prompt - v->generated ||
+                                           (s.prompt - s.generated == v->prompt - v->generated && s.order < v->order))))
         v = &s;
     }
     if (v == nullptr) return Scheduler::victim(g, running);  // (throws)
@@ -182,7 +185,7 @@ class SglangScheduler : public Scheduler {
   }
   bool requeue_at_head() const override { return false; }  // retracted requests rejoin the queue's tail
 
-  void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const override {
+  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
     std::vector<char> prefill(static_cast<std::size_t>(groups_), 0);
     for (const auto& s : running)
       if (s.engine == e && s.prefilling()) prefill[static_cast<std::size_t>(s.group)] = 1;

@@ -20,6 +20,7 @@
 
 #include <deque>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -50,7 +51,7 @@ struct Seq {
 // One replica's sequences as the serving loop keeps them (read by the scheduler's decisions).
 struct ReplicaQueues {
   const std::deque<Seq>& waiting;        // FCFS; preempted sequences at the head
-  const std::vector<Seq>& running;       // in admission order
+  const std::vector<Seq>& running;       // by pipeline engine, each engine's in admission order (Seq::order)
   const std::vector<long>& kv_used;      // per attention group, tokens
   const std::vector<int>& seqs_in_group;
   double kv_capacity = 0;                // per attention group, tokens
@@ -80,10 +81,12 @@ class Scheduler {
   // Whether a head found blocked stays blocked until some KV or slot is freed (the loop then skips
   // admission until one is). False when admission also depends on the running sequences' progress.
   virtual bool blocked_until_free() const { return true; }
-  // The running sequence of group g to evict when a step needs a block none is free for.
+  // The running sequence of group g to evict when a step needs a block none is free for
+  // (`running`: all of the replica's; ties go to the earlier admitted).
   virtual Seq& victim(int g, std::vector<Seq>& running) const;
-  // The sequences pipeline engine `e`'s next step carries, group by group, and their tokens.
-  virtual void compose(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work) const = 0;
+  // The sequences pipeline engine `e`'s next step carries, group by group, and their tokens
+  // (`running`: engine e's, in admission order).
+  virtual void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const = 0;
   // Admission: begin_admission() before the loop offers the waiting head(s) to place(),
   // admitted() after each one starts.
   virtual void begin_admission() {}
@@ -102,7 +105,7 @@ class Scheduler {
   // prefill_chunk (`block_chunks`: a chunk cut short is cut to whole KV blocks), or whole prompts
   // when it is 0, where the first prompt that does not fit ends the step's prompts (the first of
   // a step always runs); `decode`/`prefill` select the kinds taken.
-  void take(int e, std::vector<Seq>& running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+  void take(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
             bool block_chunks) const;
   // Whether group g can take `s` now: a free slot, room for `need`, and its own group when its KV
   // or its queue is there.

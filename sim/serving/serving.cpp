@@ -92,6 +92,7 @@ class ReplicaSim {
 
   void run(Arrivals& arrivals, ReplicaLoad& load) {
     arrivals_ = &arrivals;
+    begin_.assign(static_cast<std::size_t>(engines_) + 1, 0);
     ReplicaBatch batch;
     StepWork work;  // sequence, tokens this step
     while (!out_.stopped_early) {
@@ -125,7 +126,7 @@ class ReplicaSim {
       const bool whole_decode = seqs == seqs_in_engine_[static_cast<std::size_t>(e)] && batch_is_decode(work);
       const bool decoded = std::any_of(work.begin(), work.end(), [](const auto& w) { return !w.first->prefilling(); });
       double end = run_step(t, batch, work);
-      finish_step(work, end, load);  // (work's pointers die here)
+      finish_step(e, work, end, load);  // (work's pointers die here)
       sched_->after_step(decoded);
       ready_[static_cast<std::size_t>(e)] = end;
       arm(e, seqs, whole_decode);
@@ -240,7 +241,8 @@ class ReplicaSim {
       seqs_in_engine_[static_cast<std::size_t>(s.engine)]++;
       if (ready_[static_cast<std::size_t>(s.engine)] == kNever || ready_[static_cast<std::size_t>(s.engine)] < t)
         ready_[static_cast<std::size_t>(s.engine)] = t;
-      running_.push_back(s);
+      running_.insert(running_.begin() + static_cast<std::ptrdiff_t>(begin_[static_cast<std::size_t>(s.engine) + 1]), s);
+      for (std::size_t k = static_cast<std::size_t>(s.engine) + 1; k < begin_.size(); ++k) ++begin_[k];
       sched_->admitted(s);
       load.peak_running = std::max(load.peak_running, static_cast<int>(running_.size()));
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -252,9 +254,9 @@ class ReplicaSim {
   void grow_kv(int e) {
     if (eng_.policy != KvPolicy::OnDemand) return;
     bool preempted = false;
-    for (std::size_t i = 0; i < running_.size(); ++i) {
+    for (std::size_t i = begin_[static_cast<std::size_t>(e)]; i < begin_[static_cast<std::size_t>(e) + 1]; ++i) {
       Seq& s = running_[i];
-      if (s.req < 0 || s.engine != e || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
+      if (s.req < 0 || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
       long more = sched_->blocks(s.ctx + 1) - s.kv;
       auto& used = kv_used_[static_cast<std::size_t>(s.group)];
       if (used + more > kv_capacity_) materialize_all();  // runs' pre-allocations are not real use
@@ -267,7 +269,7 @@ class ReplicaSim {
       s.kv += more;
     }
     if (preempted) {  // the only sequences marked here; finish_step removes the ones it completes
-      running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
+      compact();  // (victims may run on other engines)
       sched_->after_preemption(running_);
     }
   }
@@ -306,7 +308,7 @@ class ReplicaSim {
   void build_batch(int e, ReplicaBatch& batch, StepWork& work) {
     batch.groups.resize(static_cast<std::size_t>(groups_));
     for (auto& g : batch.groups) g.clear();  // (keeps their memory for the next step)
-    sched_->compose(e, running_, batch, work);
+    sched_->compose(e, engine_seqs(e), batch, work);
   }
 
   // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
@@ -423,8 +425,8 @@ class ReplicaSim {
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
     long min_left = std::numeric_limits<long>::max();
     int total = 0;
-    for (const auto& x : running_) {
-      if (x.req < 0 || x.engine != e) continue;
+    for (const auto& x : engine_seqs(e)) {
+      if (x.req < 0) continue;
       n[static_cast<std::size_t>(x.group)] += 1;
       c[static_cast<std::size_t>(x.group)] += static_cast<double>(x.ctx);
       min_left = std::min<long>(min_left, x.output - x.generated);
@@ -462,16 +464,16 @@ class ReplicaSim {
     std::vector<long> more(static_cast<std::size_t>(groups_));
     for (; steps > 0; steps /= 2) {
       std::fill(more.begin(), more.end(), 0);
-      for (const auto& x : running_)
-        if (x.req >= 0 && x.engine == e) more[static_cast<std::size_t>(x.group)] += std::max(0L, sched_->blocks(x.ctx + steps) - x.kv);
+      for (const auto& x : engine_seqs(e))
+        if (x.req >= 0) more[static_cast<std::size_t>(x.group)] += std::max(0L, sched_->blocks(x.ctx + steps) - x.kv);
       bool fits = true;
       for (int g = 0; g < groups_; ++g)
         fits = fits && kv_used_[static_cast<std::size_t>(g)] + more[static_cast<std::size_t>(g)] <= kv_capacity_;
       if (fits) break;
     }
     if (steps <= 0) return 0;
-    for (auto& x : running_) {
-      if (x.req < 0 || x.engine != e) continue;
+    for (auto& x : engine_seqs(e)) {
+      if (x.req < 0) continue;
       x.kv_unarmed = x.kv;
       long grown = std::max(x.kv, sched_->blocks(x.ctx + steps));
       kv_used_[static_cast<std::size_t>(x.group)] += grown - x.kv;
@@ -485,8 +487,8 @@ class ReplicaSim {
   void materialize(int e) {
     Armed& a = armed_[static_cast<std::size_t>(e)];
     if (!a.active()) return;
-    for (auto& x : running_) {
-      if (x.req < 0 || x.engine != e) continue;
+    for (auto& x : engine_seqs(e)) {
+      if (x.req < 0) continue;
       x.ctx += a.done;
       x.generated += static_cast<int>(a.done);
       if (eng_.policy != KvPolicy::OnDemand) continue;
@@ -558,7 +560,7 @@ class ReplicaSim {
     return timing;
   }
 
-  void finish_step(const std::vector<std::pair<Seq*, int>>& work, double end, ReplicaLoad& load) {
+  void finish_step(int e, const std::vector<std::pair<Seq*, int>>& work, double end, ReplicaLoad& load) {
     int emitted = 0;
     for (auto [s, n] : work) {
       auto& r = out_.requests[static_cast<std::size_t>(s->req)];
@@ -587,7 +589,7 @@ class ReplicaSim {
       }
     }
     if (emitted > 0) out_.emissions.push_back({end, emitted});
-    running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& s) { return s.req < 0; }), running_.end());
+    compact(e);
   }
 
   // ServingOptions::slo_stop: counts request r against the goal's allowances when its first token
@@ -677,7 +679,10 @@ class ReplicaSim {
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
   Arrivals* arrivals_ = nullptr;  // of the run in progress
   std::deque<Seq> waiting_;
-  std::vector<Seq> running_;  // in admission order (a vector: the loop walks it every step)
+  // By pipeline engine — running_[begin_[e], begin_[e + 1]) are engine e's, in admission order —
+  // so that an engine's step walks its own sequences only (a vector: the loop walks it every step).
+  std::vector<Seq> running_;
+  std::vector<std::size_t> begin_;
   long admissions_ = 0;
   long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
   double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
@@ -694,6 +699,26 @@ class ReplicaSim {
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
   std::unique_ptr<Scheduler> sched_;  // the engine's admission, composition and preemption rules
 
+  std::span<Seq> engine_seqs(int e) {
+    return {running_.data() + begin_[static_cast<std::size_t>(e)], running_.data() + begin_[static_cast<std::size_t>(e) + 1]};
+  }
+  // Removes the finished and preempted (req < 0) from engine e's sequences, or from all (e < 0).
+  void compact(int e = -1) {
+    if (e < 0) {
+      running_.erase(std::remove_if(running_.begin(), running_.end(), [](const Seq& x) { return x.req < 0; }), running_.end());
+      std::fill(begin_.begin(), begin_.end(), 0);
+      for (const Seq& x : running_) ++begin_[static_cast<std::size_t>(x.engine) + 1];
+      for (std::size_t k = 1; k < begin_.size(); ++k) begin_[k] += begin_[k - 1];
+      return;
+    }
+    const auto k = static_cast<std::size_t>(e);
+    auto first = running_.begin() + static_cast<std::ptrdiff_t>(begin_[k]), last = running_.begin() + static_cast<std::ptrdiff_t>(begin_[k + 1]);
+    const auto kept = std::remove_if(first, last, [](const Seq& x) { return x.req < 0; });
+    const auto removed = static_cast<std::size_t>(last - kept);
+    if (removed == 0) return;
+    running_.erase(kept, last);
+    for (std::size_t j = k + 1; j < begin_.size(); ++j) begin_[j] -= removed;
+  }
   ReplicaQueues queues() const { return ReplicaQueues{waiting_, running_, kv_used_, seqs_in_group_, kv_capacity_, group_seqs_}; }
 };
 
