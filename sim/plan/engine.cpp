@@ -79,6 +79,13 @@ SchedulerKind parse_scheduler(const std::string& v, const std::string& source, c
   throw InputError(source, field, "unknown scheduler \"" + v + "\" (expected vllm, trtllm or sglang)");
 }
 
+A2aKernel parse_a2a(const std::string& v, const std::string& source, const std::string& field) {
+  if (v == "auto") return A2aKernel::Auto;
+  if (v == "per-node") return A2aKernel::PerNode;
+  if (v == "per-rank") return A2aKernel::PerRank;
+  throw InputError(source, field, "unknown all-to-all kind \"" + v + "\" (expected auto, per-node or per-rank)");
+}
+
 Preemption parse_preemption(const std::string& v, const std::string& source, const std::string& field) {
   if (v == "recompute") return Preemption::Recompute;
   if (v == "swap") return Preemption::Swap;
@@ -103,6 +110,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   } else if (key == "policy") e.policy = parse_policy(v, source, field);
   else if (key == "preemption") e.preemption = parse_preemption(v, source, field);
   else if (key == "scheduler") e.scheduler = parse_scheduler(v, source, field);
+  else if (key == "a2a") e.a2a = parse_a2a(v, source, field);
   else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int_in(v, source, field, 1, 4096));
   else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
@@ -121,7 +129,8 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "prefill_chunk",   "max_output",       "kv_free_fraction", "mem_util",
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
-                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler"};
+                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
+                                 "a2a"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -154,7 +163,8 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"seq_overhead_us", num(e.seq_overhead * 1e6)},
           {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)},
           {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"},
-          {"scheduler", to_string(e.scheduler)}};
+          {"scheduler", to_string(e.scheduler)},
+          {"a2a", to_string(e.a2a)}};
 }
 
 }  // namespace
@@ -175,6 +185,15 @@ const char* to_string(SchedulerKind k) {
     case SchedulerKind::Vllm: return "vllm";
     case SchedulerKind::Trtllm: return "trtllm";
     case SchedulerKind::Sglang: return "sglang";
+  }
+  return "?";
+}
+
+const char* to_string(A2aKernel k) {
+  switch (k) {
+    case A2aKernel::Auto: return "auto";
+    case A2aKernel::PerNode: return "per-node";
+    case A2aKernel::PerRank: return "per-rank";
   }
   return "?";
 }
@@ -235,7 +254,7 @@ json engine_to_json(const EngineSettings& e) {
   json j;
   j["preset"] = e.preset;
   for (const auto& [k, v] : items(e)) {
-    if (k == "policy" || k == "preemption" || k == "scheduler") j[k] = v;
+    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
     else if (v.find_first_of(".e") == std::string::npos) j[k] = std::stoll(v);

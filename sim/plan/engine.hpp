@@ -38,6 +38,15 @@ enum class SchedulerKind {
   Sglang,  // SGLang: prefill first (a rank with prompt work runs no decode that step), new_token_ratio admission
 };
 
+// How an expert-parallel all-to-all that spans nodes moves its tokens (docs/communication.md):
+// PerRank sends a token once to each destination EP rank (DeepEP's low-latency kernels, NCCL's
+// pairwise all-to-all); PerNode once to each destination node over RDMA and on over NVLink
+// (DeepEP's normal kernels); Auto runs steps with prompt chunks per node and decode-only steps per
+// rank, as SGLang's DeepEP "auto" mode picks the normal kernels for prefill batches and the
+// low-latency ones for decode. Every preset defaults to PerRank: DeepEP is something a deployment
+// turns on (SGLang's DeepEP MoE backend, vLLM's deepep_* all-to-all backends), not a default.
+enum class A2aKernel { Auto, PerNode, PerRank };
+
 struct EngineSettings {
   std::string preset = "vllm";   // the preset the other fields started from
   int max_seqs = 1024;           // concurrent sequences per engine (replica); attention-DP groups get an equal share
@@ -50,6 +59,7 @@ struct EngineSettings {
   KvPolicy policy = KvPolicy::OnDemand;
   Preemption preemption = Preemption::Recompute;
   SchedulerKind scheduler = SchedulerKind::Vllm;
+  A2aKernel a2a = A2aKernel::PerRank;
   int kv_block = 16;             // tokens per KV block (OnDemand allocates whole blocks)
   double swap_bw = 25e9;         // Swap: host↔GPU bytes/s per GPU (PCIe 5 x16 achieved)
   bool cuda_graphs = true;       // off: every kernel is launched by the host (see launch_overhead)
@@ -68,6 +78,7 @@ const char* to_string(KvBudget b);
 const char* to_string(KvPolicy p);
 const char* to_string(Preemption p);
 const char* to_string(SchedulerKind k);
+const char* to_string(A2aKernel k);
 
 // The named presets (docs/plan-format.md says where each figure comes from).
 const std::vector<std::string>& engine_preset_names();

@@ -25,11 +25,13 @@ void counting_sort(const std::vector<Pair>& in, std::vector<Pair>& out, std::siz
 
 // One sequence's routed window, kept per layer for estimating its unrouted tokens.
 struct WindowPicks {
-  std::vector<double> picks;  // [layer j · experts + expert]
-  std::vector<double> fan;    // [layer j]: distinct EP ranks summed over the window's tokens
+  std::vector<double> picks;     // [layer j · experts + expert]
+  std::vector<double> fan;       // [layer j]: distinct EP ranks summed over the window's tokens
+  std::vector<double> node_fan;  // [layer j]: distinct nodes summed over them (BatchRoutingContext::nodes)
   void reset(std::size_t layers, std::size_t experts) {
     picks.assign(layers * experts, 0);
     fan.assign(layers, 0);
+    node_fan.assign(layers, 0);
   }
 };
 
@@ -46,10 +48,13 @@ void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double res
   const double prior = ctx.source->pick_concentration();  // in picks
   const double denom = routed * k + prior;
   std::vector<double> rank_share(static_cast<std::size_t>(ex.ep()));
+  const UnitNodes* un = ctx.nodes;
+  std::vector<double> node_share(un ? static_cast<std::size_t>(un->nodes) : 0);
   for (std::size_t j = 0; j < ctx.layers.size(); ++j) {
     const int layer = ctx.layers[j];
     LayerRouting& L = out[j];
     std::fill(rank_share.begin(), rank_share.end(), 0.0);
+    std::fill(node_share.begin(), node_share.end(), 0.0);
     for (std::size_t x = 0; x < E; ++x) {
       const double share = shares[static_cast<std::size_t>(layer) * E + x];
       const double q = routed > 0 ? (w.picks[j * E + x] + prior * share) / denom : share;
@@ -63,8 +68,22 @@ void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double res
         const auto slot = static_cast<std::size_t>(ex.slot_of(layer, static_cast<int>(x), i));
         L.slot_tokens[slot] += picks;
         L.slot_log_idle[slot] += idle;
-        rank_share[static_cast<std::size_t>(ex.rank_of_slot(static_cast<int>(slot)))] += q / r;
+        const int e = ex.rank_of_slot(static_cast<int>(slot));
+        rank_share[static_cast<std::size_t>(e)] += q / r;
+        if (un) node_share[static_cast<std::size_t>(un->node[static_cast<std::size_t>(e)])] += q / r;
       }
+    }
+    // The same for nodes: a token reaches node n with chance 1 − (1 − share_n)^k, scaled to the
+    // window's mean node fan-out.
+    if (un) {
+      double node_hits = 0;
+      for (double& s : node_share) node_hits += (s = 1 - std::pow(1 - std::min(1.0, s), k));
+      const double node_fan = routed > 0 ? w.node_fan[j] / routed : node_hits;
+      if (node_hits > 0)
+        for (int n = 0; n < un->nodes; ++n)
+          for (int t = 0; t < ctx.tp; ++t)
+            L.node_copies[static_cast<std::size_t>((a * ctx.tp + t) * un->nodes + n)] +=
+                node_share[static_cast<std::size_t>(n)] * rest * node_fan / node_hits / ctx.tp;
     }
     // A token reaches rank e with chance 1 − (1 − share_e)^k, scaled to the window's mean fan-out.
     double hits = 0;
@@ -85,7 +104,8 @@ void estimate_rest(const BatchRoutingContext& ctx, int a, int routed, double res
 
 }  // namespace
 
-void LayerRouting::reset(std::size_t U, std::size_t slots) {
+void LayerRouting::reset(std::size_t U, std::size_t slots, std::size_t nodes) {
+  node_copies.assign(U * nodes, 0);
   if (dispatch.size() != U * U) {
     dispatch.assign(U * U, 0);
   } else {
@@ -166,7 +186,7 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
   thread_local std::vector<ExpertId> all_ids;
   draw_window(ctx, batch, window, all_ids);
   const ExpertId* ids = all_ids.data();
-  std::vector<int> dest;
+  std::vector<int> dest, nodes_hit;
   thread_local WindowPicks picks;
   for (std::size_t a = 0; a < batch.groups.size(); ++a) {
     double tokens = 0;
@@ -197,9 +217,43 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
           if (estimate) picks.fan[j] += static_cast<double>(dest.size());
           for (int e : dest)
             for (int kk = 0; kk < ctx.etp; ++kk) L.add(src, static_cast<std::uint32_t>(e * ctx.etp + kk), U, 1.0);
+          if (ctx.nodes) {  // its distinct destination nodes (etp = 1: unit rank = EP rank)
+            const UnitNodes& un = *ctx.nodes;
+            nodes_hit.clear();
+            for (int e : dest) {
+              const int n = un.node[static_cast<std::size_t>(e)];
+              if (std::find(nodes_hit.begin(), nodes_hit.end(), n) == nodes_hit.end()) nodes_hit.push_back(n);
+            }
+            for (int n : nodes_hit) L.node_copies[src * static_cast<std::size_t>(un.nodes) + static_cast<std::size_t>(n)] += 1;
+            if (estimate) picks.node_fan[j] += static_cast<double>(nodes_hit.size());
+          }
         }
       }
       if (estimate) estimate_rest(ctx, static_cast<int>(a), c, sq.new_tokens - c, picks, out);
+    }
+  }
+}
+
+void node_level_flows(std::size_t U, const UnitNodes& un, const std::vector<double>& copies,
+                      const std::vector<double>& node_copies, std::vector<double>& flow) {
+  flow.assign(U * U, 0.0);
+  const auto N = static_cast<std::size_t>(un.nodes);
+  for (std::size_t i = 0; i < U; ++i) {
+    const int ni = un.node[i], ri = un.rail[i];
+    for (std::size_t j = 0; j < U; ++j) {
+      const double c = copies[i * U + j];
+      if (!(c > 0) || i == j) continue;
+      const int nj = un.node[j];
+      const int p = nj == ni ? -1 : un.proxy(nj, ri);
+      if (p < 0) {
+        flow[i * U + j] += c;  // its own node (NVLink), or no rank on its rail there: straight to j
+      } else if (static_cast<std::size_t>(p) != j) {
+        flow[static_cast<std::size_t>(p) * U + j] += c;  // the proxy forwards it over NVLink
+      }
+    }
+    for (std::size_t n = 0; n < N; ++n) {  // one RDMA copy per token and destination node
+      const int p = static_cast<int>(n) == ni ? -1 : un.proxy(static_cast<int>(n), ri);
+      if (p >= 0) flow[i * U + static_cast<std::size_t>(p)] += node_copies[i * N + n];
     }
   }
 }

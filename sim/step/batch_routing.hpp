@@ -32,6 +32,18 @@ class ExpertLayout;
 class RoutingSource;
 struct ReplicaBatch;
 
+// How a unit's ranks sit on nodes, for the node-level all-to-all (DeepEP's normal kernels): each
+// rank's node (0 … nodes−1 among the unit's) and rail, and for each (node, rail) the unit rank
+// there (−1: none). Empty (nodes = 0): every token copy goes to its rank.
+struct UnitNodes {
+  int nodes = 0;
+  std::vector<int> node, rail;  // per unit rank
+  std::vector<int> at;          // [node · rails + rail] → unit rank, or −1
+  int rails = 0;
+  bool empty() const { return nodes == 0; }
+  int proxy(int n, int r) const { return at[static_cast<std::size_t>(n * rails + r)]; }
+};
+
 // Routing loads of one MoE layer for one stage's unit of U ranks.
 struct LayerRouting {
   struct Pair {
@@ -42,9 +54,12 @@ struct LayerRouting {
   std::vector<double> slot_tokens;  // per expert slot (ExpertLayout): routed picks + expected ones
   std::vector<double> slot_routed;  // per slot: routed picks only
   std::vector<double> slot_log_idle;  // per slot: log of the chance no estimated token picks it
+  // With UnitNodes (route_batch's `nodes`): U × nodes tokens each unit rank sends to each node at
+  // least once (the node-level all-to-all's RDMA copies); else empty.
+  std::vector<double> node_copies;
 
-  // Empty, for a unit of U ranks and `slots` expert slots.
-  void reset(std::size_t U, std::size_t slots);
+  // Empty, for a unit of U ranks, `slots` expert slots and `nodes` nodes (0: no node copies).
+  void reset(std::size_t U, std::size_t slots, std::size_t nodes = 0);
   void add(std::uint32_t from, std::uint32_t to, std::size_t U, double copies) {
     double& x = dispatch[from * U + to];
     if (x == 0) touched.push_back({from, to});  // copies > 0
@@ -69,6 +84,7 @@ struct BatchRoutingContext {
   std::span<const int> layers;  // routed MoE layers, ascending
   bool every_layer = false;     // layers are all the model's MoE layers
   int tp = 1, etp = 1, unit = 1;  // ranks of an attention group's TP group, of an expert-TP group, of the unit
+  const UnitNodes* nodes = nullptr;  // set (etp = 1): count each token's distinct destination nodes too
 };
 
 // Fills out[j] (reset by the caller) with the routing of `batch` at MoE layer ctx.layers[j]. A
@@ -76,6 +92,16 @@ struct BatchRoutingContext {
 // one copy to each distinct EP rank among its experts, to every expert-TP member of that rank.
 // At most `window` tokens of each sequence are routed (0 = every token), the rest estimated.
 void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int window, std::span<LayerRouting> out);
+
+// The node-level all-to-all of one layer as plain per-pair flows (DeepEP's normal kernels,
+// docs/communication.md): a token goes once to each destination node, over RDMA to the unit rank
+// on the sender's rail there, which forwards it over NVLink to each destination rank on its node;
+// ranks on the sender's own node get it over NVLink directly. `copies` (U×U token copies to
+// ranks, L.dispatch) and `node_copies` (U×nodes) in, `flow` (U×U token copies per link pair:
+// sender's RDMA to proxies, proxies' forwards, NVLink sends) out. A destination node without a
+// unit rank on the sender's rail gets its copies directly. Combine runs the same flows backwards.
+void node_level_flows(std::size_t U, const UnitNodes& un, const std::vector<double>& copies,
+                      const std::vector<double>& node_copies, std::vector<double>& flow);
 
 template <class ToBytes, class BackBytes, class Drop>
 void LayerRouting::matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there,

@@ -45,6 +45,38 @@ Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& clus
   std::sort(routed_.begin(), routed_.end());
   for (std::size_t i = 0; i < routed_.size(); ++i) route_slot_[static_cast<std::size_t>(routed_[i])] = static_cast<int>(i);
   experts_ = options_.experts ? options_.experts : expert_layout_for(plan_, model_, routing_);
+  // The unit's nodes and rails (stage 0's; every stage's must match), for node-level all-to-alls.
+  const int U = d.unit();
+  if (model_.is_moe() && d.ep > 1 && d.etp == 1 && plan_.engine.a2a != A2aKernel::PerRank) {
+    UnitNodes un;
+    un.rails = cluster_.gpus_per_node();
+    std::vector<int> seen;  // cluster node ids in order of appearance
+    bool alike = true;
+    for (int s = 0; s < d.pp && alike; ++s) {
+      std::vector<int> nodes;
+      for (int u = 0; u < U; ++u) {
+        const int gpu = rank_gpu_[static_cast<std::size_t>(s * U + u)];
+        const int n = cluster_.node_of(gpu);
+        auto it = std::find(nodes.begin(), nodes.end(), n);
+        const int idx = static_cast<int>(it - nodes.begin());
+        if (it == nodes.end()) nodes.push_back(n);
+        if (s == 0) {
+          un.node.push_back(idx);
+          un.rail.push_back(cluster_.rail_of(gpu));
+        } else {
+          alike = un.node[static_cast<std::size_t>(u)] == idx && un.rail[static_cast<std::size_t>(u)] == cluster_.rail_of(gpu);
+        }
+        if (!alike) break;
+      }
+      if (s == 0) un.nodes = static_cast<int>(nodes.size());
+    }
+    if (alike && un.nodes > 1) {
+      un.at.assign(static_cast<std::size_t>(un.nodes * un.rails), -1);
+      for (int u = 0; u < U; ++u)
+        un.at[static_cast<std::size_t>(un.node[static_cast<std::size_t>(u)] * un.rails + un.rail[static_cast<std::size_t>(u)])] = u;
+      unit_nodes_ = std::move(un);
+    }
+  }
 }
 
 std::shared_ptr<const ExpertLayout> expert_layout_for(const Plan& plan, const ModelSpec& model, const RoutingSource* routing) {
@@ -372,8 +404,14 @@ class Lowering::WholeStep {
     if (!m_.is_moe() || lo_.routing_ == nullptr || nr == 0) return;
     if (scratch.size() < static_cast<std::size_t>(nr)) scratch.resize(static_cast<std::size_t>(nr));
     routing_ = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
-    for (LayerRouting& L : routing_) L.reset(static_cast<std::size_t>(U_), static_cast<std::size_t>(lo_.experts_->slots()));
-    BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == m_.num_moe_layers(), tp_, d_.etp, U_};
+    // Node-level all-to-alls (EngineSettings::a2a): every step, or (auto) those with prompt chunks,
+    // as SGLang's DeepEP "auto" mode runs prefill batches on the normal kernels.
+    const A2aKernel k = plan_.engine.a2a;
+    node_level_ = !lo_.unit_nodes_.empty() && (k == A2aKernel::PerNode || (k == A2aKernel::Auto && batch_.has_chunks()));
+    const std::size_t nodes = node_level_ ? static_cast<std::size_t>(lo_.unit_nodes_.nodes) : 0;
+    for (LayerRouting& L : routing_) L.reset(static_cast<std::size_t>(U_), static_cast<std::size_t>(lo_.experts_->slots()), nodes);
+    BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == m_.num_moe_layers(), tp_, d_.etp, U_,
+                            node_level_ ? &lo_.unit_nodes_ : nullptr};
     route_batch(ctx, batch_, lo_.options_.max_routed_tokens_per_seq, routing_);
   }
 
@@ -507,6 +545,29 @@ class Lowering::WholeStep {
     const double h = h_, ab = ab_, etp = d_.etp;
     auto there = [h, ab](double copies) { return copies * h * ab; };
     auto back = [h, etp](double copies) { return copies * h * 2.0 / etp; };
+    if (node_level_) {  // the node-level kernels' flows (batch_routing.hpp), backwards for the combine
+      const LayerRouting& L = routing_[static_cast<std::size_t>(j)];
+      const auto U = static_cast<std::size_t>(U_);
+      thread_local std::vector<double> flow;
+      node_level_flows(U, lo_.unit_nodes_, L.dispatch, L.node_copies, flow);
+      A2aMatrix& dm = prog_.a2a[static_cast<std::size_t>(disp)];
+      A2aMatrix& cm = prog_.a2a[static_cast<std::size_t>(comb)];
+      dm = A2aMatrix(U);
+      cm = A2aMatrix(U);
+      total_bytes = comb_bytes = 0;
+      for (std::size_t a = 0; a < U; ++a)
+        for (std::size_t b = 0; b < U; ++b) {
+          if (const double c = flow[a * U + b]; c > 0) {
+            dm.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), there(c));
+            total_bytes += there(c);
+          }
+          if (const double c = flow[b * U + a]; c > 0) {
+            cm.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), back(c));
+            comb_bytes += back(c);
+          }
+        }
+      return;
+    }
     routing_[static_cast<std::size_t>(j)].matrices(static_cast<std::size_t>(U_), there, back, inside,
                                                     prog_.a2a[static_cast<std::size_t>(disp)],
                                                     prog_.a2a[static_cast<std::size_t>(comb)], total_bytes, comb_bytes);
@@ -582,6 +643,7 @@ class Lowering::WholeStep {
   const double mm_;
   std::vector<std::vector<int>> tp_group_, etp_group_;
   std::vector<int> unit_group_;
+  bool node_level_ = false;  // this step's all-to-alls run node-level (route())
   std::vector<std::vector<std::vector<int>>> tp_rank_lists_;
   std::vector<double> T_, emit_;  // per attention group: new tokens, emitted tokens
   std::span<LayerRouting> routing_;

@@ -32,6 +32,7 @@
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/step/expert_layout.hpp"
+#include "sim/step/batch_routing.hpp"
 #include "sim/step/step_program.hpp"
 
 namespace shardsim {
@@ -132,6 +133,10 @@ class Lowering {
   std::vector<int> routed_;      // MoE layer indices routed (ascending)
   std::vector<int> route_slot_;  // MoE layer index → position in routed_, −1 when not routed
   std::shared_ptr<const ExpertLayout> experts_;
+  // How the unit's ranks sit on nodes, when its all-to-alls can run node-level (EP across nodes,
+  // no expert-TP, every stage's unit laid out alike); empty otherwise. WholeStep uses it for the
+  // steps EngineSettings::a2a sends node-level.
+  UnitNodes unit_nodes_;
 };
 
 // The plan's expert layout: contiguous, or EPLB from `routing`'s measured loads when the plan has

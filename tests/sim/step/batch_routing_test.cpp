@@ -1,15 +1,19 @@
 // tests/sim/step/batch_routing_test.cpp — the routing window's estimate of a long prompt chunk's unrouted
-// tokens against routing every token (sim/step/batch_routing.hpp), and the population statistics
-// it leans on (RoutingSource::pick_shares, pick_concentration).
+// tokens against routing every token (sim/step/batch_routing.hpp), the population statistics
+// it leans on (RoutingSource::pick_shares, pick_concentration), and the node-level all-to-all
+// (node copies, node_level_flows, the lowering's a2a modes).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "sim/step/batch_routing.hpp"
 #include "sim/step/expert_layout.hpp"
+#include "sim/plan/plan.hpp"
 #include "sim/step/lowering.hpp"
+#include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"
 
@@ -107,4 +111,108 @@ TEST_CASE("routing window: sequences the window covers are routed exactly") {
   CHECK(w.max_over_mean == a.max_over_mean);
   CHECK(w.copies == a.copies);
   CHECK(a.tokens == 24.0 * m.top_k);
+}
+
+namespace {
+
+// Unit ranks laid out as `nodes` nodes of `rails` GPUs, rank = node · rails + rail.
+UnitNodes grid(int nodes, int rails) {
+  UnitNodes un;
+  un.nodes = nodes;
+  un.rails = rails;
+  for (int u = 0; u < nodes * rails; ++u) {
+    un.node.push_back(u / rails);
+    un.rail.push_back(u % rails);
+    un.at.push_back(u);
+  }
+  return un;
+}
+
+// Copies a long chunk sends to each node at least once: the window's estimate or every token routed.
+double node_copies_of_chunk(const RoutingSource& routing, const ExpertLayout& ex, const UnitNodes& un, std::uint32_t request,
+                            int tokens, int window) {
+  ReplicaBatch batch;
+  batch.groups.assign(1, {SeqWork{request, 0, tokens, 0, true}});
+  std::vector<LayerRouting> out(1);
+  out[0].reset(static_cast<std::size_t>(ex.ep()), static_cast<std::size_t>(ex.slots()), static_cast<std::size_t>(un.nodes));
+  const std::vector<int> layers = {20};
+  BatchRoutingContext ctx{&routing, &ex, layers, false, 1, 1, ex.ep(), &un};
+  route_batch(ctx, batch, window, out);
+  return std::accumulate(out[0].node_copies.begin(), out[0].node_copies.end(), 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("node-level all-to-all: one RDMA copy per token and node to the sender's rail there, then NVLink forwards") {
+  // Two nodes of two GPUs: rank 0 (node 0, rail 0) sends 3 copies to rank 1 (its own node), 2 to
+  // rank 2 (node 1, rail 0) and 5 to rank 3 (node 1, rail 1); 6 of its tokens reach node 1.
+  const UnitNodes un = grid(2, 2);
+  const std::size_t U = 4;
+  std::vector<double> copies(U * U, 0.0), node_copies(U * 2, 0.0), flow;
+  copies[0 * U + 1] = 3;
+  copies[0 * U + 2] = 2;
+  copies[0 * U + 3] = 5;
+  node_copies[0 * 2 + 1] = 6;
+  node_copies[0 * 2 + 0] = 3;  // its own node: no RDMA
+  node_level_flows(U, un, copies, node_copies, flow);
+  CHECK(flow[0 * U + 1] == 3);  // own node: NVLink, as before
+  CHECK(flow[0 * U + 2] == 6);  // RDMA: one copy per token reaching node 1, to rank 2 (rail 0 there)
+  CHECK(flow[0 * U + 3] == 0);  // nothing straight to rank 3 …
+  CHECK(flow[2 * U + 3] == 5);  // … rank 2 forwards its 5 copies over NVLink
+  CHECK(std::accumulate(flow.begin(), flow.end(), 0.0) == 14);
+  // A node without a rank on the sender's rail gets its copies directly (no forwarding there).
+  UnitNodes partial = un;
+  partial.at[1 * 2 + 0] = -1;
+  node_level_flows(U, partial, copies, node_copies, flow);
+  CHECK(flow[0 * U + 2] == 2);
+  CHECK(flow[0 * U + 3] == 5);
+}
+
+TEST_CASE("node-level all-to-all: the window's estimate of a chunk's node copies matches routing every token") {
+  const ModelSpec m = load_model("deepseek-v3");
+  auto routing = make_routing("synthetic:seed=4", m.routing_shape());
+  const ExpertLayout ex(m.experts, 32);
+  const UnitNodes un = grid(4, 8);
+  double all = 0, est = 0;
+  for (std::uint32_t r = 100; r < 108; ++r) {
+    all += node_copies_of_chunk(*routing, ex, un, r, 2048, 0);
+    est += node_copies_of_chunk(*routing, ex, un, r, 2048, 32);
+  }
+  CHECK(all > 8 * 2048);       // tokens reach more than one node …
+  CHECK(all < 8 * 2048 * 4.0);  // … and fewer than all four
+  CHECK(est == doctest::Approx(all).epsilon(0.03));
+}
+
+TEST_CASE("node-level all-to-all: a2a=auto runs prompt steps node-level and decode steps per rank") {
+  const ModelSpec m = load_model("deepseek-v3");
+  const Cluster c = load_cluster("dgx-h100:4");
+  auto routing = make_routing("synthetic:seed=4", m.routing_shape());
+  auto inter_node = [&](const std::string& a2a, const ReplicaBatch& batch) {
+    const Plan plan = plan_from_string("attn_dp=32,ep=32,a2a=" + a2a, 32, plan_defaults(m));
+    LoweringOptions lo;
+    lo.fold_moe_layers = 4;
+    const Lowering low(plan, m, c, routing.get(), 0, lo);
+    const StepProgram p = low.lower(batch);
+    double bytes = 0;
+    for (const StepOp& op : p.ops) {
+      if (op.type != OpType::Collective || op.coll != CollKind::AllToAll || op.matrix < 0) continue;
+      const std::vector<int>& g = p.groups[static_cast<std::size_t>(op.group)];
+      for (const A2aMatrix::Entry& x : p.a2a[static_cast<std::size_t>(op.matrix)].entries())
+        if (c.node_of(p.rank_gpu[static_cast<std::size_t>(g[x.from])]) != c.node_of(p.rank_gpu[static_cast<std::size_t>(g[x.to])]))
+          bytes += x.bytes * op.weight;
+    }
+    return bytes;
+  };
+  ReplicaBatch prompt, decode;
+  prompt.groups.resize(32);
+  decode.groups.resize(32);
+  for (std::uint32_t a = 0; a < 32; ++a) {
+    prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
+    decode.groups[a].push_back(SeqWork{100 + a, 300, 1, 300, true});
+  }
+  const double rank_prompt = inter_node("per-rank", prompt), node_prompt = inter_node("per-node", prompt);
+  CHECK(node_prompt < 0.75 * rank_prompt);  // DeepSeek-V3 over 4 nodes: ~7.5 ranks, ~4 nodes a token
+  CHECK(inter_node("auto", prompt) == node_prompt);
+  CHECK(inter_node("auto", decode) == inter_node("per-rank", decode));
+  CHECK(inter_node("per-node", decode) < inter_node("per-rank", decode));
 }
