@@ -101,6 +101,9 @@ namespace {
 class VllmScheduler : public Scheduler {
  public:
   using Scheduler::Scheduler;
+  // The running requests get their blocks first; the waiting queue only in a step that preempted
+  // nobody (`if not preempted_reqs`, docs/engines.md).
+  bool running_first() const override { return true; }
   void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
     take(e, running, batch, work, true, true, false);
   }

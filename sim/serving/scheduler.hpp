@@ -93,6 +93,9 @@ class Scheduler {
   virtual void admitted(const Seq& /*s*/) {}
   // Where a preempted sequence waits again: at the head of the queue (true) or at its tail.
   virtual bool requeue_at_head() const { return true; }
+  // Whether a step serves its running sequences' KV growth (and preempts) before it admits, and
+  // admits nobody when it preempted (vLLM); false: admission first, then growth.
+  virtual bool running_first() const { return false; }
   // After each step the loop ran or fast-forwarded (`decoded`: it carried decode tokens), after
   // the preemptions of a step (`running`: the sequences still running), and when the replica has
   // nothing running.

@@ -108,13 +108,17 @@ class ReplicaSim {
         if (!s.pinned) s.queue = sched_->queue_of(arrived_++);
         waiting_.push_back(s);
       }
-      if (!waiting_.empty() && !head_known_blocked()) {
+      // vLLM serves its running requests (their next blocks, preempting if it must) before the
+      // waiting queue, and admits nobody in a step that preempted; the others admit first.
+      const bool running_first = sched_->running_first();
+      const bool preempted = running_first && grow_kv(e);
+      if (!preempted && !waiting_.empty() && !head_known_blocked()) {
         materialize_all();  // admission reads the exact KV use
         admit(t, load);
         head_blocked_ = !waiting_.empty();
         blocked_at_ = frees_;
       }
-      grow_kv(e);
+      if (!running_first) grow_kv(e);
       work.clear();
       build_batch(e, batch, work);
       if (work.empty()) {
@@ -250,9 +254,9 @@ class ReplicaSim {
   }
 
   // On-demand KV: every decoding sequence of engine e gets the block its next token needs;
-  // when a group has none free, its most recently admitted sequence is preempted.
-  void grow_kv(int e) {
-    if (eng_.policy != KvPolicy::OnDemand) return;
+  // when a group has none free, the scheduler's victim is preempted. True when one was.
+  bool grow_kv(int e) {
+    if (eng_.policy != KvPolicy::OnDemand) return false;
     bool preempted = false;
     for (std::size_t i = begin_[static_cast<std::size_t>(e)]; i < begin_[static_cast<std::size_t>(e) + 1]; ++i) {
       Seq& s = running_[i];
@@ -272,6 +276,7 @@ class ReplicaSim {
       compact();  // (victims may run on other engines)
       sched_->after_preemption(running_);
     }
+    return preempted;
   }
 
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
