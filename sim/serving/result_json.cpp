@@ -268,7 +268,8 @@ std::string timeline_to_chrome_trace(const std::vector<TimelineEvent>& events, c
                     {"args",
                      {{"step", s.index}, {"decode_tokens", s.decode_tokens}, {"prefill_tokens", s.prefill_tokens},
                       {"decode_seqs", s.decode_seqs}, {"prefill_seqs", s.prefill_seqs}, {"running_seqs", s.running},
-                      {"kv_tokens", s.kv_tokens}, {"kv_capacity", s.kv_capacity}}}});
+                      {"kv_tokens", s.kv_tokens}, {"kv_capacity", s.kv_capacity}, {"admitted", s.admitted},
+                      {"preempted", s.preempted}}}});
       ev.push_back({{"name", "batch tokens"}, {"ph", "C"}, {"pid", pid}, {"ts", s.start * 1e6},
                     {"args", {{"decode", s.decode_tokens}, {"prefill", s.prefill_tokens}}}});
       ev.push_back({{"name", "KV tokens in use"}, {"ph", "C"}, {"pid", pid}, {"ts", s.start * 1e6},

@@ -108,6 +108,7 @@ class ReplicaSim {
         if (!s.pinned) s.queue = sched_->queue_of(arrived_++);
         waiting_.push_back(s);
       }
+      step_admitted_ = step_preempted_ = 0;
       // vLLM serves its running requests (their next blocks, preempting if it must) before the
       // waiting queue, and admits nobody in a step that preempted; the others admit first.
       const bool running_first = sched_->running_first();
@@ -245,6 +246,7 @@ class ReplicaSim {
       seqs_in_engine_[static_cast<std::size_t>(s.engine)]++;
       if (ready_[static_cast<std::size_t>(s.engine)] == kNever || ready_[static_cast<std::size_t>(s.engine)] < t)
         ready_[static_cast<std::size_t>(s.engine)] = t;
+      ++step_admitted_;
       running_.insert(running_.begin() + static_cast<std::ptrdiff_t>(begin_[static_cast<std::size_t>(s.engine) + 1]), s);
       for (std::size_t k = static_cast<std::size_t>(s.engine) + 1; k < begin_.size(); ++k) ++begin_[k];
       sched_->admitted(s);
@@ -291,6 +293,7 @@ class ReplicaSim {
   // Frees a running sequence's KV and puts it back at the head of the queue.
   void preempt(Seq& s) {
     out_.breakdown.preemptions++;
+    ++step_preempted_;
     Seq back = s;
     release(s);
     back.kv = 0;
@@ -359,6 +362,8 @@ class ReplicaSim {
     m.running = static_cast<int>(running_.size());
     for (long used : kv_used_) m.kv_tokens += used;
     m.kv_capacity = static_cast<long>(kv_capacity_) * groups_;
+    m.admitted = step_admitted_;
+    m.preempted = step_preempted_;
     return m;
   }
 
@@ -694,6 +699,7 @@ class ReplicaSim {
   long steps_ = 0;
   bool timeline_started_ = false;  // replica 0 has reached the first step to record
   long frees_ = 0;             // releases and rejections so far: a blocked head may now fit
+  int step_admitted_ = 0, step_preempted_ = 0;  // in the step being composed (TimelineStep)
   long blocked_at_ = 0;        // frees_ when the head was last found blocked
   bool head_blocked_ = false;
   std::vector<Armed> armed_;   // per engine

@@ -295,6 +295,7 @@ struct TimelineStep {
   int running = 0;                  // sequences admitted on the replica
   long kv_tokens = 0;               // KV tokens allocated or reserved, all attention groups
   long kv_capacity = 0;             // KV tokens the replica holds, all attention groups
+  int admitted = 0, preempted = 0;  // sequences admitted and preempted while the step was composed
 };
 
 struct ServingResult {

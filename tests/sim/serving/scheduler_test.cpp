@@ -269,3 +269,29 @@ TEST_CASE("scheduler: SGLang's DP controller sends requests to the attention-DP 
   for (std::size_t i = 0; i < v.result.requests.size(); ++i) off += v.result.requests[i].group != static_cast<int>(i % 2);
   CHECK(off > 0);
 }
+
+TEST_CASE("scheduler: vLLM admits nobody in a step that preempted, admission-first schedulers do") {
+  // The on-demand run above, paced so that requests keep arriving while the KV pool is full, every
+  // step on the timeline (its admitted and preempted counts).
+  ModelSpec m = load_model("llama3-70b");
+  Cluster c = load_cluster("dgx-h100:1");
+  AnalyticExecutor ex(c);
+  auto steps = [&](const std::string& scheduler) {
+    Plan p = plan_from_string("tp=8,policy=on-demand,kv_block=16,max_context=2048,scheduler=" + scheduler, 8, plan_defaults(m));
+    cut_kv(p, m, c, 20000);
+    ServingOptions o;
+    o.timeline_steps = 1000000;
+    const ServingResult r = serve(p, m, c, load_request_trace("synthetic:n=120,rate=40,prompt=fixed:500,output=fixed:400,seed=3"),
+                                  nullptr, ex, o);
+    REQUIRE(r.breakdown.preemptions > 0);
+    int both = 0, preempting = 0;
+    for (const TimelineStep& s : r.timeline_steps) {
+      preempting += s.preempted > 0;
+      both += s.preempted > 0 && s.admitted > 0;
+    }
+    CHECK(preempting > 0);
+    return both;
+  };
+  CHECK(steps("vllm") == 0);
+  CHECK(steps("trtllm") > 0);  // admission first: a step can admit and then preempt
+}
