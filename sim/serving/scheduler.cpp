@@ -67,19 +67,19 @@ Seq& Scheduler::victim(int g, std::vector<Seq>& running) const {
   return *v;
 }
 
-void Scheduler::take(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+void Scheduler::take(std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
                      bool block_chunks) const {
   int budget = eng_.max_batch_tokens;
   if (decode)
     for (auto& s : running) {
-      if (s.engine != e || s.prefilling()) continue;
+      if (s.prefilling()) continue;
       if (budget <= 0) break;
       add_decode(s, batch, work);
       --budget;
     }
   if (prefill)
     for (auto& s : running) {  // in admission order
-      if (s.engine != e || !s.prefilling() || budget <= 0) continue;
+      if (!s.prefilling() || budget <= 0) continue;
       int remaining = s.prompt - s.prefilled;
       int chunk = remaining;
       if (eng_.prefill_chunk > 0) {
@@ -104,8 +104,8 @@ class VllmScheduler : public Scheduler {
   // The running requests get their blocks first; the waiting queue only in a step that preempted
   // nobody (`if not preempted_reqs`, docs/engines.md).
   bool running_first() const override { return true; }
-  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
-    take(e, running, batch, work, true, true, false);
+  void compose(std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
+    take(running, batch, work, true, true, false);
   }
 };
 
@@ -124,8 +124,8 @@ class TrtllmScheduler : public Scheduler {
       if (r.req >= 0) tokens[static_cast<std::size_t>(r.group)] += r.prompt;
     return least(s, need, q, [](int) { return true; }, [&tokens](int g) { return tokens[static_cast<std::size_t>(g)]; });
   }
-  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
-    take(e, running, batch, work, true, true, true);
+  void compose(std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
+    take(running, batch, work, true, true, true);
   }
 };
 
@@ -188,17 +188,17 @@ class SglangScheduler : public Scheduler {
   }
   bool requeue_at_head() const override { return false; }  // retracted requests rejoin the queue's tail
 
-  void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
+  void compose(std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const override {
     std::vector<char> prefill(static_cast<std::size_t>(groups_), 0);
     for (const auto& s : running)
-      if (s.engine == e && s.prefilling()) prefill[static_cast<std::size_t>(s.group)] = 1;
+      if (s.prefilling()) prefill[static_cast<std::size_t>(s.group)] = 1;
     for (auto& s : running) {  // the decoding ranks: every running request, one token each
-      if (s.engine != e || s.prefilling() || prefill[static_cast<std::size_t>(s.group)]) continue;
+      if (s.prefilling() || prefill[static_cast<std::size_t>(s.group)]) continue;
       add_decode(s, batch, work);
     }
     std::vector<int> budget(static_cast<std::size_t>(groups_), chunk_);
     for (auto& s : running) {  // the prefilling ranks: prompt work in admission order, within the chunk
-      if (s.engine != e || !s.prefilling()) continue;
+      if (!s.prefilling()) continue;
       const auto k = static_cast<std::size_t>(s.group);
       if (budget[k] <= 0) continue;
       const int remaining = s.prompt - s.prefilled;

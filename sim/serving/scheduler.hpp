@@ -84,9 +84,9 @@ class Scheduler {
   // The running sequence of group g to evict when a step needs a block none is free for
   // (`running`: all of the replica's; ties go to the earlier admitted).
   virtual Seq& victim(int g, std::vector<Seq>& running) const;
-  // The sequences pipeline engine `e`'s next step carries, group by group, and their tokens
-  // (`running`: engine e's, in admission order).
-  virtual void compose(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const = 0;
+  // The sequences a pipeline engine's next step carries, group by group, and their tokens
+  // (`running`: that engine's, in admission order).
+  virtual void compose(std::span<Seq> running, ReplicaBatch& batch, StepWork& work) const = 0;
   // Admission: begin_admission() before the loop offers the waiting head(s) to place(),
   // admitted() after each one starts.
   virtual void begin_admission() {}
@@ -108,7 +108,7 @@ class Scheduler {
   // prefill_chunk (`block_chunks`: a chunk cut short is cut to whole KV blocks), or whole prompts
   // when it is 0, where the first prompt that does not fit ends the step's prompts (the first of
   // a step always runs); `decode`/`prefill` select the kinds taken.
-  void take(int e, std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
+  void take(std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
             bool block_chunks) const;
   // Whether group g can take `s` now: a free slot, room for `need`, and its own group when its KV
   // or its queue is there.

@@ -316,7 +316,7 @@ class ReplicaSim {
   void build_batch(int e, ReplicaBatch& batch, StepWork& work) {
     batch.groups.resize(static_cast<std::size_t>(groups_));
     for (auto& g : batch.groups) g.clear();  // (keeps their memory for the next step)
-    sched_->compose(e, engine_seqs(e), batch, work);
+    sched_->compose(engine_seqs(e), batch, work);
   }
 
   // Executes (or recalls) the step's timing and advances the clock by it; returns when the step's
@@ -899,8 +899,11 @@ int alike_replicas(const Plan& plan, const Cluster& cluster, CostClassMemo* memo
   if (plan.disaggregated() || plan.deg.dp <= 1) return 1;
   const std::vector<int> cls = memo ? memo->classes(plan, cluster) : cost_classes(plan, cluster);
   if (std::all_of(cls.begin(), cls.end(), [](int c) { return c == 0; })) return plan.deg.dp;
-  const PlanLayout layout(plan);  // not one cost class: alike all the same when only rails inside a node differ
+  // Not one cost class: alike all the same when only rails inside a node differ — which needs a
+  // replica inside one node (across nodes the relaxed test is the cost classes' own, already failed).
+  const PlanLayout layout(plan);
   const std::vector<int> first = layout.replica(0);
+  if (std::any_of(first.begin(), first.end(), [&](int g) { return cluster.node_of(g) != cluster.node_of(first[0]); })) return 1;
   for (int r = 1; r < plan.deg.dp; ++r)
     if (!same_costs(cluster, first, layout.replica(r), true)) return 1;
   return plan.deg.dp;
