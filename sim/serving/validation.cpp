@@ -350,26 +350,18 @@ void normal_kernel_rows(const ExecutorFactory& make, std::vector<ValidationRow>&
     const Cluster c = load_cluster(spec);
     auto ex = make(c);
     // Every rank sends alike (the routing ignores the sender): its copies spread evenly.
-    const auto U = static_cast<std::size_t>(p.ep), N = static_cast<std::size_t>(p.ep / 8);
-    UnitNodes un;
-    un.nodes = p.ep / 8;
-    un.rails = 8;
-    for (int u = 0; u < p.ep; ++u) {
-      un.node.push_back(u / 8);
-      un.rail.push_back(u % 8);
-      un.at.push_back(u);
-    }
+    const auto U = static_cast<std::size_t>(p.ep);
+    std::vector<int> gpus(U);
+    std::iota(gpus.begin(), gpus.end(), 0);
+    const UnitNodes un = unit_nodes_of(c, gpus);
+    const auto N = static_cast<std::size_t>(un.nodes);
     std::vector<double> copies(U * U, tokens * route.ranks_per_token / p.ep), node_copies(U * N, tokens * route.nodes_per_token / un.nodes), flow;
     node_level_flows(U, un, copies, node_copies, flow);
     for (int combine = 0; combine < 2; ++combine) {
       const double copy = combine ? combine_bytes : dispatch_bytes;
       const double published_s = tokens * route.nodes_per_token * copy / ((combine ? p.combine_gbs : p.dispatch_gbs) * 1e9);
-      A2aMatrix m(U);
-      for (std::size_t a = 0; a < U; ++a)
-        for (std::size_t b = 0; b < U; ++b) {
-          const double f = combine ? flow[b * U + a] : flow[a * U + b];
-          if (f > 0) m.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), f * copy);
-        }
+      A2aMatrix m;
+      flow_matrix(U, flow, [copy](double f) { return f * copy; }, combine != 0, m);
       const double t = one_all_to_all(*ex, p.ep, std::move(m));
       const double per_rank = one_collective(*ex, CollKind::AllToAll, p.ep, tokens * route.ranks_per_token * copy);
       char name[140], setup[480];

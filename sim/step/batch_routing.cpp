@@ -7,6 +7,7 @@
 
 #include "sim/step/expert_layout.hpp"
 #include "sim/step/lowering.hpp"
+#include "topologies/cluster.hpp"
 #include "workloads/routing_trace.hpp"
 
 namespace shardsim {
@@ -256,6 +257,24 @@ void node_level_flows(std::size_t U, const UnitNodes& un, const std::vector<doub
       if (p >= 0) flow[i * U + static_cast<std::size_t>(p)] += node_copies[i * N + n];
     }
   }
+}
+
+UnitNodes unit_nodes_of(const Cluster& c, const std::vector<int>& gpus) {
+  UnitNodes un;
+  un.rails = c.gpus_per_node();
+  std::vector<int> nodes;  // cluster node ids in order of appearance
+  for (int gpu : gpus) {
+    const int n = c.node_of(gpu);
+    auto it = std::find(nodes.begin(), nodes.end(), n);
+    un.node.push_back(static_cast<int>(it - nodes.begin()));
+    if (it == nodes.end()) nodes.push_back(n);
+    un.rail.push_back(c.rail_of(gpu));
+  }
+  un.nodes = static_cast<int>(nodes.size());
+  un.at.assign(static_cast<std::size_t>(un.nodes * un.rails), -1);
+  for (std::size_t u = 0; u < gpus.size(); ++u)
+    un.at[static_cast<std::size_t>(un.node[u] * un.rails + un.rail[u])] = static_cast<int>(u);
+  return un;
 }
 
 }  // namespace shardsim

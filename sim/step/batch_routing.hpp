@@ -28,6 +28,7 @@
 
 namespace shardsim {
 
+class Cluster;
 class ExpertLayout;
 class RoutingSource;
 struct ReplicaBatch;
@@ -43,6 +44,9 @@ struct UnitNodes {
   bool empty() const { return nodes == 0; }
   int proxy(int n, int r) const { return at[static_cast<std::size_t>(n * rails + r)]; }
 };
+
+// A unit laid out on `gpus` (unit rank u on cluster GPU gpus[u]): nodes in order of first appearance.
+UnitNodes unit_nodes_of(const Cluster& c, const std::vector<int>& gpus);
 
 // Routing loads of one MoE layer for one stage's unit of U ranks.
 struct LayerRouting {
@@ -102,6 +106,20 @@ void route_batch(const BatchRoutingContext& ctx, const ReplicaBatch& batch, int 
 // unit rank on the sender's rail gets its copies directly. Combine runs the same flows backwards.
 void node_level_flows(std::size_t U, const UnitNodes& un, const std::vector<double>& copies,
                       const std::vector<double>& node_copies, std::vector<double>& flow);
+// Those flows as an all-to-all matrix (`to_bytes` turns copies into bytes) in (sender, receiver)
+// order — or backwards, the combine's; returns its bytes.
+template <class ToBytes>
+double flow_matrix(std::size_t U, const std::vector<double>& flow, ToBytes to_bytes, bool backwards, A2aMatrix& out) {
+  out = A2aMatrix(U);
+  double total = 0;
+  for (std::size_t a = 0; a < U; ++a)
+    for (std::size_t b = 0; b < U; ++b)
+      if (const double c = backwards ? flow[b * U + a] : flow[a * U + b]; c > 0) {
+        out.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), to_bytes(c));
+        total += to_bytes(c);
+      }
+  return total;
+}
 
 template <class ToBytes, class BackBytes, class Drop>
 void LayerRouting::matrices(std::size_t U, ToBytes to_bytes, BackBytes back_bytes, Drop drop, A2aMatrix& there,

@@ -46,36 +46,19 @@ Lowering::Lowering(const Plan& plan, const ModelSpec& model, const Cluster& clus
   for (std::size_t i = 0; i < routed_.size(); ++i) route_slot_[static_cast<std::size_t>(routed_[i])] = static_cast<int>(i);
   experts_ = options_.experts ? options_.experts : expert_layout_for(plan_, model_, routing_);
   // The unit's nodes and rails (stage 0's; every stage's must match), for node-level all-to-alls.
-  const int U = d.unit();
+  const auto U = static_cast<std::size_t>(d.unit());
   if (model_.is_moe() && d.ep > 1 && d.etp == 1 && plan_.engine.a2a != A2aKernel::PerRank) {
-    UnitNodes un;
-    un.rails = cluster_.gpus_per_node();
-    std::vector<int> seen;  // cluster node ids in order of appearance
-    bool alike = true;
-    for (int s = 0; s < d.pp && alike; ++s) {
-      std::vector<int> nodes;
-      for (int u = 0; u < U; ++u) {
-        const int gpu = rank_gpu_[static_cast<std::size_t>(s * U + u)];
-        const int n = cluster_.node_of(gpu);
-        auto it = std::find(nodes.begin(), nodes.end(), n);
-        const int idx = static_cast<int>(it - nodes.begin());
-        if (it == nodes.end()) nodes.push_back(n);
-        if (s == 0) {
-          un.node.push_back(idx);
-          un.rail.push_back(cluster_.rail_of(gpu));
-        } else {
-          alike = un.node[static_cast<std::size_t>(u)] == idx && un.rail[static_cast<std::size_t>(u)] == cluster_.rail_of(gpu);
-        }
-        if (!alike) break;
-      }
-      if (s == 0) un.nodes = static_cast<int>(nodes.size());
+    auto stage = [&](int s) {
+      return unit_nodes_of(cluster_, std::vector<int>(rank_gpu_.begin() + static_cast<std::ptrdiff_t>(s * U),
+                                                      rank_gpu_.begin() + static_cast<std::ptrdiff_t>((s + 1) * U)));
+    };
+    UnitNodes un = stage(0);
+    bool alike = un.nodes > 1;
+    for (int s = 1; s < d.pp && alike; ++s) {
+      const UnitNodes other = stage(s);
+      alike = other.node == un.node && other.rail == un.rail;
     }
-    if (alike && un.nodes > 1) {
-      un.at.assign(static_cast<std::size_t>(un.nodes * un.rails), -1);
-      for (int u = 0; u < U; ++u)
-        un.at[static_cast<std::size_t>(un.node[static_cast<std::size_t>(u)] * un.rails + un.rail[static_cast<std::size_t>(u)])] = u;
-      unit_nodes_ = std::move(un);
-    }
+    if (alike) unit_nodes_ = std::move(un);
   }
 }
 
@@ -550,22 +533,8 @@ class Lowering::WholeStep {
       const auto U = static_cast<std::size_t>(U_);
       thread_local std::vector<double> flow;
       node_level_flows(U, lo_.unit_nodes_, L.dispatch, L.node_copies, flow);
-      A2aMatrix& dm = prog_.a2a[static_cast<std::size_t>(disp)];
-      A2aMatrix& cm = prog_.a2a[static_cast<std::size_t>(comb)];
-      dm = A2aMatrix(U);
-      cm = A2aMatrix(U);
-      total_bytes = comb_bytes = 0;
-      for (std::size_t a = 0; a < U; ++a)
-        for (std::size_t b = 0; b < U; ++b) {
-          if (const double c = flow[a * U + b]; c > 0) {
-            dm.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), there(c));
-            total_bytes += there(c);
-          }
-          if (const double c = flow[b * U + a]; c > 0) {
-            cm.push(static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b), back(c));
-            comb_bytes += back(c);
-          }
-        }
+      total_bytes = flow_matrix(U, flow, there, false, prog_.a2a[static_cast<std::size_t>(disp)]);
+      comb_bytes = flow_matrix(U, flow, back, true, prog_.a2a[static_cast<std::size_t>(comb)]);
       return;
     }
     routing_[static_cast<std::size_t>(j)].matrices(static_cast<std::size_t>(U_), there, back, inside,
