@@ -99,10 +99,11 @@ int TaskGraph::flow(int op, int src, int dst, double bytes, double delay) {
   return add_task(TaskKind::Flow, op, delay < 0 ? r.latency + coll_.step_overhead : delay, b, src, dst);
 }
 
-// Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes. Flow (i, k) goes from m[i]
+// Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes, each flow after `delay`
+// (no wait: the collective's latency is one delay before its flows). Flow (i, k) goes from m[i]
 // to m[i+1] after flow (i, k−1) (its own previous send) and flow (i−1, k−1) (the chunk it forwards).
-// Alone, each step takes the ring's slowest hop α + chunk / B: the analytic ring formula.
-void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to) {
+// Alone, each step takes chunk / the ring's slowest hop bandwidth.
+void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to, double delay) {
   const std::size_t p = m.size();
   if (p < 2 || steps <= 0 || !(chunk > 0)) {
     add_edge(from, to);
@@ -112,7 +113,7 @@ void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk,
   ring_cur_.assign(p, -1);
   for (int k = 0; k < steps; ++k) {
     for (std::size_t i = 0; i < p; ++i) {
-      const int f = flow(op, m[i], m[(i + 1) % p], chunk);
+      const int f = flow(op, m[i], m[(i + 1) % p], chunk, delay);
       ring_cur_[i] = f;
       if (k == 0) {
         add_edge(from, f);
@@ -141,95 +142,84 @@ int TaskGraph::step(int op, const std::vector<int>& m, const std::vector<std::pa
   return next;
 }
 
-// Pipelined double-binary-tree all-reduce as the analytic formula counts it, 2⌈log2 p⌉α + 2S/B:
-// a binomial reduction (⌈log2 p⌉ barrier-separated steps, position i sends to i − 2^l) then the
-// mirrored broadcast, each flow carrying S/⌈log2 p⌉. Every flow waits the tree's worst α and is
-// sized so that, alone on its route, it takes as long as on the tree's worst hop.
-void TaskGraph::tree(int op, const std::vector<int>& m, double bytes, int from, int to) {
+// The collective patterns below run without latency (the collective's latency is one delay
+// before them, collective_cost.hpp) and are sized so that, alone, they take `t` seconds: the
+// bandwidth part of the price collective_time() gives. They place the bytes on the links the
+// algorithm uses, so that contention stretches them; without it the tiers agree by construction.
+
+// Tree all-reduce: a binomial reduction (⌈log2 p⌉ barrier-separated steps, position i sends to
+// i − 2^l) then the mirrored broadcast; each of the 2⌈log2 p⌉ steps takes t / (2⌈log2 p⌉) alone.
+void TaskGraph::tree(int op, const std::vector<int>& m, double t, int from, int to) {
   const int p = static_cast<int>(m.size());
-  double alpha = 0, bw = 1e300;
-  for (int i = 1; i < p; ++i) {
-    const Hop h = hop(cluster_, m[0], m[static_cast<std::size_t>(i)], coll_);
-    alpha = std::max(alpha, h.alpha);
-    bw = std::min(bw, h.bw);
-  }
   const int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(p))));
+  const int steps = 2 * depth;
   auto sized = [&](int a, int b) {
-    return bytes / depth * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth / bw;
+    return t / steps * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth;
   };
   std::vector<std::vector<std::pair<int, int>>> levels(static_cast<std::size_t>(depth));
   for (int l = 0; l < depth; ++l)
     for (int i = 1 << l; i < p; i += 2 << l) levels[static_cast<std::size_t>(l)].push_back({i, i - (1 << l)});
   int gate = from;
-  const int steps = 2 * depth;
   for (int s = 0; s < steps; ++s) {
     const bool up = s < depth;
     std::vector<std::pair<int, int>> dir = levels[static_cast<std::size_t>(up ? s : steps - 1 - s)];
     if (!up)
       for (auto& pr : dir) std::swap(pr.first, pr.second);
     const int next = s == steps - 1 ? to : add_task(TaskKind::Gate, op);
-    gate = step(op, m, dir, alpha, sized, gate, next);
+    gate = step(op, m, dir, 0, sized, gate, next);
   }
 }
 
-// NVLS all-reduce in one NVLink domain: 2α + set-up + 2(p−1)/p · S / busbw_nvls, as a delay and
-// two barrier-separated steps in which each GPU sends one flow to the next; a flow carries
-// (p−1)/p · S scaled by (its route's bandwidth / NVLS bus bandwidth), so alone it takes the
-// formula's time while it loads the GPU's real NVLink ports.
-void TaskGraph::nvls(int op, const std::vector<int>& m, double bytes, int from, int to) {
+// NVLS all-reduce in one NVLink domain: two barrier-separated steps (the reduction, the
+// multicast) in which each GPU sends one flow to the next, each step t/2 alone, loading the GPUs'
+// NVLink ports.
+void TaskGraph::nvls(int op, const std::vector<int>& m, double t, int from, int to) {
   const std::size_t p = m.size();
-  const double alpha = hop(cluster_, m[0], m[1], coll_).alpha;
-  const double busbw = coll_.nvls_busbw_fraction * cluster_.gpu().nvlink_bw;
-  const double per_rank = static_cast<double>(p - 1) / static_cast<double>(p) * bytes;
   std::vector<std::pair<int, int>> pairs;
   for (std::size_t i = 0; i < p; ++i) pairs.push_back({static_cast<int>(i), static_cast<int>((i + 1) % p)});
   auto sized = [&](int a, int b) {
-    return per_rank * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth / busbw;
+    return t / 2 * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth;
   };
   const int mid = add_task(TaskKind::Gate, op);
-  if (coll_.nvls_latency > 0) {
-    const int d = add_task(TaskKind::Delay, op, coll_.nvls_latency);
-    add_edge(from, d);
-    from = d;
-  }
-  step(op, m, pairs, alpha, sized, from, mid);
-  step(op, m, pairs, alpha, sized, mid, to);
+  step(op, m, pairs, 0, sized, from, mid);
+  step(op, m, pairs, 0, sized, mid, to);
 }
 
-// Hierarchical: rings inside each NVLink domain (RS, and AG for an all-reduce) and, per rail
-// position j, a ring across domains of S/g. NCCL pipelines chunks through the phases, which the
-// analytic formula counts as Σ latencies + max(bandwidth terms); here both phases run at once,
-// the inter-domain rings after a delay of the intra phase's latency (the pipeline's fill) and
-// the intra rings followed by the inter phase's latency (its drain), which gives exactly that.
-void TaskGraph::hierarchical(int op, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
-                             int from, int to) {
+// A ring or tree across NVLink domains, laid as NCCL's channels load the fabric: rings inside each
+// domain (reduce-scatter, and all-gather for an all-reduce) and, per rail position j, a ring
+// across domains of S/g — all at once (NCCL pipelines chunks through them). Every flow is scaled
+// by one factor so that the slowest of them, alone, takes t.
+void TaskGraph::across_domains(int op, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
+                               double t, int from, int to) {
   const double n = static_cast<double>(domains.size());
   std::size_t g = domains.front().size();
   for (const auto& d : domains) g = std::min(g, d.size());
   const int phases = kind == CollKind::AllReduce ? 2 : 1;
   const int steps = kind == CollKind::AllReduce ? 2 * (static_cast<int>(n) - 1) : static_cast<int>(n) - 1;
-  double intra_alpha = 0;
-  const int intra_done = add_task(TaskKind::Gate, op);
-  for (const auto& d : domains) {
-    const int p = static_cast<int>(d.size());
-    if (p < 2) {
-      add_edge(from, intra_done);
-      continue;
-    }
-    intra_alpha = std::max(intra_alpha, phases * (p - 1) * ring_hop(cluster_, d, coll_).alpha);
-    ring(op, d, phases * (p - 1), bytes / p, from, intra_done);
-  }
-  std::vector<int> rail0;
-  for (const auto& d : domains) rail0.push_back(d.front());
-  const int drain = add_task(TaskKind::Delay, op, steps * ring_hop(cluster_, rail0, coll_).alpha);
-  add_between(intra_done, drain, to);
-  const int fill = add_task(TaskKind::Delay, op, intra_alpha);
-  add_edge(from, fill);
+  // The pattern's own time at route speeds, to scale it to t.
+  double own = 0;
+  for (const auto& d : domains)
+    if (d.size() > 1)
+      own = std::max(own, phases * (d.size() - 1.0) * (bytes / d.size()) / ring_hop(cluster_, d, coll_).bw);
   std::vector<int> rail;
   for (std::size_t j = 0; j < g; ++j) {
     rail.clear();
     for (const auto& d : domains) rail.push_back(d[j]);
-    ring(op, rail, steps, bytes / static_cast<double>(g) / n, fill, to);
+    own = std::max(own, steps * (bytes / static_cast<double>(g) / n) / ring_hop(cluster_, rail, coll_).bw);
+  }
+  const double scale = own > 0 ? t / own : 0;
+  for (const auto& d : domains) {
+    const int p = static_cast<int>(d.size());
+    if (p < 2) {
+      add_edge(from, to);
+      continue;
+    }
+    ring(op, d, phases * (p - 1), scale * bytes / p, from, to, 0);
+  }
+  for (std::size_t j = 0; j < g; ++j) {
+    rail.clear();
+    for (const auto& d : domains) rail.push_back(d[j]);
+    ring(op, rail, steps, scale * bytes / static_cast<double>(g) / n, from, to, 0);
   }
 }
 
@@ -362,7 +352,8 @@ double TaskGraph::expand_all_to_all(int i, const std::vector<int>& gpus, int fro
   return dur;
 }
 
-// An all-reduce, reduce-scatter or all-gather by the algorithm collective_time() picks for it.
+// An all-reduce, reduce-scatter or all-gather by the algorithm and protocol collective_time()
+// picks for it: its latency as one delay, then its pattern's flows taking the bandwidth part.
 double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int from, int to) {
   const StepOp& op = prog_->ops[static_cast<std::size_t>(i)];
   const std::size_t n = gpus.size();
@@ -371,30 +362,22 @@ double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int fro
     add_edge(from, to);
     return ct.seconds;
   }
-  from = after_call(i, op.coll, from);
+  if (ct.latency > 0) {
+    const int d = add_task(TaskKind::Delay, i, ct.latency);
+    add_edge(from, d);
+    from = d;
+  }
   const auto domains = by_domain(cluster_, gpus);
-  const bool one_domain = domains.size() == 1;
   const int pi = static_cast<int>(n);
-  const int ring_steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;
-  const double rb = op.bytes / small_group_fraction(pi, one_domain, coll_);  // collective_cost.hpp
-  auto do_ring = [&] { ring(i, gpus, ring_steps, rb / pi, from, to); };
-  switch (ct.algo) {
-    case CollAlgo::Tree:
-      if (op.coll == CollKind::AllReduce) tree(i, gpus, rb, from, to);
-      else do_ring();
-      break;
-    case CollAlgo::Nvls:
-      if (op.coll == CollKind::AllReduce && one_domain && n > 1) nvls(i, gpus, op.bytes, from, to);
-      else if (!one_domain) hierarchical(i, op.coll, domains, op.bytes, from, to);
-      else do_ring();
-      break;
-    case CollAlgo::Hierarchical:
-      if (one_domain) do_ring();
-      else hierarchical(i, op.coll, domains, op.bytes, from, to);
-      break;
-    default:
-      do_ring();
-      break;
+  if (ct.algo == CollAlgo::Nvls) {
+    nvls(i, gpus, ct.bandwidth, from, to);
+  } else if (domains.size() > 1) {
+    across_domains(i, op.coll, domains, op.bytes, ct.bandwidth, from, to);
+  } else if (ct.algo == CollAlgo::Tree) {
+    tree(i, gpus, ct.bandwidth, from, to);
+  } else {
+    const int steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;
+    ring(i, gpus, steps, ct.bandwidth / steps * ring_hop(cluster_, gpus, coll_).bw, from, to, 0);
   }
   return ct.seconds;
 }

@@ -1,4 +1,4 @@
-// sim/step/collective_cost.cpp — alpha-beta formulas per collective algorithm (see the header).
+// sim/step/collective_cost.cpp — NCCL's tuning model on the cluster's bandwidths; all-to-all port loads (see the header).
 #include "sim/step/collective_cost.hpp"
 
 #include <algorithm>
@@ -31,57 +31,86 @@ Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveMod
 
 namespace {
 
-double ring(CollKind kind, double p, double bytes, Hop h) {
-  if (p <= 1) return 0;
-  double steps = kind == CollKind::AllReduce ? 2 * (p - 1) : (p - 1);
-  return steps * (h.alpha + bytes / (p * h.bw));
-}
-
-double hierarchical(const Cluster& c, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
-                    const CollectiveModel& m) {
-  const double n = static_cast<double>(domains.size());
-  std::size_t g = domains.front().size();
-  for (const auto& d : domains) g = std::min(g, d.size());
-  // Intra-domain phase(s) on the slowest domain ring; inter-domain phase on rail 0's ring of S/g.
-  // NCCL pipelines chunks through the phases, so the bandwidth terms overlap (max), the latency
-  // terms add.
-  double intra_bw = 0, intra_alpha = 0;
-  for (const auto& d : domains) {
-    CollKind k = kind == CollKind::AllReduce ? CollKind::ReduceScatter : kind;
-    Hop h = ring_hop(c, d, m);
-    double p = static_cast<double>(d.size());
-    double phases = kind == CollKind::AllReduce ? 2 : 1;
-    (void)k;
-    intra_bw = std::max(intra_bw, phases * (p - 1) * bytes / (p * h.bw));
-    intra_alpha = std::max(intra_alpha, phases * (p - 1) * h.alpha);
-  }
-  std::vector<int> rail;
-  for (const auto& d : domains) rail.push_back(d.front());
-  Hop hr = ring_hop(c, rail, m);
-  double steps = kind == CollKind::AllReduce ? 2 * (n - 1) : (n - 1);
-  double inter_bw = steps * (bytes / static_cast<double>(g)) / (n * hr.bw);
-  return intra_alpha + steps * hr.alpha + std::max(intra_bw, inter_bw);
-}
-
-double tree_all_reduce(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
-  Hop worst{0, 1e30};
-  for (std::size_t i = 1; i < gpus.size(); ++i) {
-    Hop h = hop(c, gpus[0], gpus[i], m);
-    worst.alpha = std::max(worst.alpha, h.alpha);
-    worst.bw = std::min(worst.bw, h.bw);
-  }
-  double depth = std::ceil(std::log2(static_cast<double>(gpus.size())));
-  return 2 * depth * worst.alpha + 2 * bytes / worst.bw;
-}
-
 // The all-to-all's own time, without the call latency (defined below all_to_all_time).
 double pairwise_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                      const CollectiveModel& m);
 
-double nvls(const Cluster& c, const std::vector<int>& gpus, double bytes, const CollectiveModel& m) {
-  double p = static_cast<double>(gpus.size());
-  Hop h = hop(c, gpus[0], gpus[1], m);
-  return 2 * h.alpha + m.nvls_latency + 2 * (p - 1) / p * bytes / (m.nvls_busbw_fraction * c.gpu().nvlink_bw);
+constexpr double kUs = 1e-6, kGBs = 1e9;
+
+// What NCCL's tuner knows of a group: its size, its nodes, and the bus bandwidth its rings reach
+// before any protocol caps it (bytes/s).
+struct Group {
+  int p = 0, nodes = 0, per_node = 0;  // per_node: the fewest GPUs of the group on one node
+  double bus_bw = 0;
+  bool one_domain() const { return nodes == 1; }
+};
+
+Group group_of(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m) {
+  Group g;
+  g.p = static_cast<int>(gpus.size());
+  const auto domains = by_domain(c, gpus);
+  g.nodes = static_cast<int>(domains.size());
+  g.per_node = g.p;
+  for (const auto& d : domains) g.per_node = std::min(g.per_node, static_cast<int>(d.size()));
+  if (g.one_domain()) {
+    g.bus_bw = ring_hop(c, gpus, m).bw * small_group_fraction(g.p, true, m);
+    return g;
+  }
+  // Across domains NCCL runs one ring channel per NIC: the slowest domain's NVLink ring, and its
+  // GPUs' NICs together.
+  const double net_eff = c.collective_efficiency().network;
+  g.bus_bw = 1e300;
+  for (const auto& d : domains) {
+    if (d.size() > 1) g.bus_bw = std::min(g.bus_bw, ring_hop(c, d, m).bw);
+    double nic = 1e300;
+    for (int x : d) nic = std::min(nic, c.injection_bw(x));
+    g.bus_bw = std::min(g.bus_bw, static_cast<double>(d.size()) * nic * net_eff);
+  }
+  return g;
+}
+
+int floor_log2(double x) { return x >= 1 ? static_cast<int>(std::floor(std::log2(x))) : -1; }
+
+// NCCL's price of `algo` (Ring or Tree) with protocol `pr` for `kind` on `g`: {latency, algBw}.
+struct Price {
+  double latency = 0, alg_bw = 0;
+};
+
+Price nccl_price(const Cluster& c, CollKind kind, const Group& g, CollAlgo algo, CollProto pr, double bytes,
+                 const CollectiveModel& m) {
+  const NcclTuning& t = m.nccl;
+  const auto k = static_cast<std::size_t>(pr);
+  const int n = g.nodes, p = g.p;
+  const std::size_t by_nodes = static_cast<std::size_t>(std::min(n, 3) - 1);
+  const double ll_max = n == 1 ? t.ll_max_nvlink_fraction * c.gpu().nvlink_bw
+                               : (n == 2 ? t.ll_max_two_nodes : t.ll_max_more_nodes) * kGBs;
+  const double nsteps = kind == CollKind::AllReduce ? 2.0 * (p - 1) : p - 1.0;
+  const double ch = t.channels;
+  double bus = g.bus_bw;
+  Price out;
+  if (algo == CollAlgo::Ring) {
+    if (pr == CollProto::LL) bus = std::min(ll_max, 0.5 * bus);
+    if (pr == CollProto::LL128) bus = std::min(0.92 * bus, ch * t.ring_ll128_per_channel * kGBs);
+    out.alg_bw = bus * p / nsteps;
+    double intra = t.nvlink_ring[k];
+    const double inter = (g.per_node == 1 ? t.net_tree[k] : t.net_ring[k]);
+    if (n > 1) intra = std::max(intra, t.net_overhead * (pr == CollProto::Simple ? 3 : 1));
+    const double n_inter = n == 1 ? 0 : (kind == CollKind::AllReduce ? 2.0 * (n - 1) : n - 1.0);
+    out.latency = t.base_ring[k] + (nsteps - n_inter) * intra + n_inter * inter;
+    if (pr == CollProto::Simple && n > 1 && kind == CollKind::AllReduce && bytes / (ch * p) >= 64)
+      out.latency *= t.ring_plateau;
+  } else {  // tree all-reduce
+    bus = std::min(0.92 * bus, ch * t.tree_per_channel[by_nodes] * kGBs);
+    if (pr == CollProto::LL) bus = std::min(bus / 3.8, ll_max);
+    if (pr == CollProto::LL128)
+      bus = std::min(bus * (n == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * t.tree_ll128_per_channel[by_nodes] * kGBs);
+    out.alg_bw = 0.5 * bus;
+    const int log_size = floor_log2(bytes / 64);
+    if (log_size >= 0 && log_size < 23) out.alg_bw *= t.tree_correction[k][static_cast<std::size_t>(log_size)];
+    out.latency = t.base_tree[k] + 2 * ((p / n - 1) * t.nvlink_tree[k] + floor_log2(n) * t.net_tree[k]);
+  }
+  out.latency *= kUs;
+  return out;
 }
 
 }  // namespace
@@ -102,59 +131,54 @@ double small_group_fraction(int p, bool one_domain, const CollectiveModel& m) {
   return std::min(1.0, m.small_group_base + m.small_group_step * (p - 2));
 }
 
-double call_latency(CollKind kind, const CollectiveModel& m) { return m.call_latency[static_cast<std::size_t>(kind)]; }
+double call_latency(CollKind kind, const CollectiveModel& m) { return kind == CollKind::AllToAll ? m.a2a_call_latency : 0; }
+
+const char* to_string(CollProto p) {
+  switch (p) {
+    case CollProto::LL: return "LL";
+    case CollProto::LL128: return "LL128";
+    case CollProto::Simple: return "Simple";
+  }
+  return "?";
+}
 
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo, const CollectiveModel& m) {
-  CollectiveTime t = algorithm_time(c, kind, gpus, bytes, algo, m);
-  if (t.seconds > 0) t.seconds += call_latency(kind, m);
-  return t;
-}
-
-CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
-                              CollAlgo algo, const CollectiveModel& m) {
   CollectiveTime out{0, algo};
   if (gpus.size() <= 1 || bytes <= 0) return out;
   if (kind == CollKind::AllToAll) {
     // A uniform all-to-all: every rank sends bytes/p to every other rank.
     const A2aMatrix mat = A2aMatrix::uniform(gpus.size(), bytes / static_cast<double>(gpus.size()));
-    return {pairwise_time(c, gpus, mat, m), CollAlgo::Pairwise};
+    const double t = pairwise_time(c, gpus, mat, m);
+    return {call_latency(kind, m) + t, CollAlgo::Pairwise, CollProto::Simple, call_latency(kind, m), t};
   }
-  auto domains = by_domain(c, gpus);
-  bool one_domain = domains.size() == 1;
-  const double p = static_cast<double>(gpus.size());
-  // Ring and tree traffic of a small one-domain group moves as if it carried bytes / fraction.
-  const double rb = bytes / small_group_fraction(static_cast<int>(gpus.size()), one_domain, m);
-  auto time_of = [&](CollAlgo a) -> double {
-    switch (a) {
-      case CollAlgo::Ring: return ring(kind, p, rb, ring_hop(c, gpus, m));
-      case CollAlgo::Tree:
-        return kind == CollKind::AllReduce ? tree_all_reduce(c, gpus, rb, m) : ring(kind, p, rb, ring_hop(c, gpus, m));
-      case CollAlgo::Nvls: return kind == CollKind::AllReduce && one_domain ? nvls(c, gpus, bytes, m) : 1e30;
-      case CollAlgo::Hierarchical:
-        return one_domain ? ring(kind, p, rb, ring_hop(c, gpus, m)) : hierarchical(c, kind, domains, bytes, m);
-      default: return 1e30;
+  const Group g = group_of(c, gpus, m);
+  const bool nvls_ok = kind == CollKind::AllReduce && g.one_domain() && g.p > 2;
+  const bool tree_ok = kind == CollKind::AllReduce;
+  std::vector<CollAlgo> algos;
+  switch (algo) {
+    case CollAlgo::Auto:
+      algos = {CollAlgo::Ring};
+      if (tree_ok) algos.push_back(CollAlgo::Tree);
+      if (nvls_ok) algos.push_back(CollAlgo::Nvls);
+      break;
+    case CollAlgo::Tree: algos = {tree_ok ? CollAlgo::Tree : CollAlgo::Ring}; break;
+    case CollAlgo::Nvls: algos = {nvls_ok ? CollAlgo::Nvls : CollAlgo::Ring}; break;
+    default: algos = {CollAlgo::Ring}; break;
+  }
+  out.seconds = 1e300;
+  for (CollAlgo a : algos) {
+    if (a == CollAlgo::Nvls) {
+      const double lat = m.nvls_latency;
+      const double bw = bytes * (1 + 1.0 / g.p) / (m.nvls_port_fraction * c.gpu().nvlink_bw);
+      if (lat + bw < out.seconds) out = {lat + bw, a, CollProto::Simple, lat, bw};
+      continue;
     }
-  };
-  if (algo != CollAlgo::Auto) {
-    out.seconds = time_of(algo);
-    return out;
-  }
-  std::vector<CollAlgo> candidates;
-  if (one_domain) {
-    candidates = {CollAlgo::Ring};
-    if (kind == CollKind::AllReduce) {
-      candidates.push_back(CollAlgo::Tree);
-      if (bytes >= m.nvls_min_bytes && gpus.size() > 2) candidates.push_back(CollAlgo::Nvls);
+    for (CollProto pr : {CollProto::LL, CollProto::LL128, CollProto::Simple}) {
+      const Price x = nccl_price(c, kind, g, a, pr, bytes, m);
+      const double bw = bytes / x.alg_bw;
+      if (x.latency + bw < out.seconds) out = {x.latency + bw, a, pr, x.latency, bw};
     }
-  } else {
-    candidates = {CollAlgo::Hierarchical};
-    if (kind == CollKind::AllReduce) candidates.push_back(CollAlgo::Tree);
-  }
-  out.seconds = 1e30;
-  for (CollAlgo a : candidates) {
-    double t = time_of(a);
-    if (t < out.seconds) out = {t, a};
   }
   return out;
 }

@@ -1,22 +1,30 @@
-// sim/step/collective_cost.hpp — contention-free alpha-beta times of collectives on a cluster.
+// sim/step/collective_cost.hpp — contention-free times of collectives on a cluster.
 //
-// Owns: the per-algorithm formulas of the analytic executor and the choice NCCL would make when a
-// step program says CollAlgo::Auto. Per step of an algorithm the cost is α + bytes / B, where α is
-// the route latency plus a per-step software overhead and B the route's bottleneck bandwidth times
-// the cluster's collective efficiency (NVLink for NVLink-only routes, network otherwise):
-//   ring all-reduce           2(p−1) (α + S/(p·B))
-//   ring all-gather/RS        (p−1) (α + S/(p·B))           (S = the gathered / reduced tensor)
-//   tree all-reduce           2·⌈log2 p⌉·α + 2·S/B           (pipelined double binary tree)
-//   NVLS all-reduce           2α + 2(p−1)/p · S / busbw_nvls  (in-switch reduction, one NVLink domain)
-//   hierarchical              RS inside each NVLink domain, ring all-reduce of S/g across domains
-//                             on each rail, AG inside each domain; chunks pipeline through the
-//                             phases, so time = Σ latencies + max(intra bytes term, inter bytes term)
+// Owns: the price of every collective algorithm and the choice NCCL would make when a step
+// program says CollAlgo::Auto. All-reduce, reduce-scatter and all-gather follow NCCL's own
+// tuning model (src/graph/tuning.cc: a latency and a bus bandwidth per algorithm × protocol, the
+// fastest pair chosen per call), on this cluster's bandwidths:
+//   time = latency(algo, proto) + bytes / algBw(algo, proto)
+//   ring     latency = base + (nsteps − nInter)·max(NVLink hop, net overhead) + nInter·NET hop,
+//            nsteps = 2(p−1) for all-reduce, p−1 otherwise; nInter = 2(n−1) / n−1 across n nodes;
+//            algBw = busBw · p / nsteps (so the bytes term is 2(p−1)/p·S/busBw for all-reduce)
+//   tree     (all-reduce) latency = base + 2((p/n − 1)·NVLink hop + log2(n)·NET hop);
+//            algBw = busBw / 2, times NCCL's per-size tree correction
+//   NVLS     (all-reduce, one NVLink domain) latency + S·(1 + 1/p) / NVLS link bandwidth: each GPU
+//            sends its S to the switch's reduction and receives its reduced S/p, then multicasts
+//            S/p and receives S
+// busBw starts from the group's ring bandwidth — the slowest NVLink hop × NVLink efficiency ×
+// the small-group fraction inside one domain; across domains also the network: the group's GPUs
+// per node × their NIC bandwidth × network efficiency (NCCL runs a ring channel per NIC) — and
+// each protocol caps it as NCCL's tuner does (LL: half of it, at most the LL ceiling; LL128:
+// 92%, at most channels × 36.7 GB/s; tree: 92%, at most channels × the tree cap …).
 //   pairwise all-to-all       α + the busiest NVLink port or NIC: with PXN forwarding, a NIC
 //                             (node, rail) carries all its node's bytes to rail-r GPUs elsewhere
 //                             and all bytes to its own GPU; NVLink carries intra-node and
-//                             forwarded bytes (a2a efficiency on NVLink)
-// Every call also pays CollectiveModel::call_latency of its kind (both executors).
-// Calibration constants and their sources: docs/validation.md. Units: bytes, seconds.
+//                             forwarded bytes (a2a efficiency on NVLink); α = route latency + the
+//                             per-step overhead, plus the all-to-all's call latency
+// Constants and their sources: docs/communication.md ("NCCL's collectives") and
+// docs/validation.md. Units: bytes, seconds (NCCL's tables are in µs and GB/s and stay so here).
 // Thread-safety: pure functions of a const Cluster.
 #pragma once
 
@@ -31,38 +39,71 @@ namespace shardsim {
 
 class Cluster;
 
+// NCCL's protocols: LL (8-byte flag+data stores, lowest latency, half the bandwidth), LL128
+// (128-byte lines with a flag, 120/128 of it), Simple (bulk copies with fences, full bandwidth,
+// highest latency). NVLS and all-to-all have none to choose (Simple).
+enum class CollProto : std::uint8_t { LL, LL128, Simple };
+const char* to_string(CollProto p);
+
+// NCCL's tuning constants (NVIDIA/nccl src/graph/tuning.cc, master of 2026-06; Hopper/Intel
+// rows): latencies in µs, bandwidths in GB/s, per protocol {LL, LL128, Simple}.
+struct NcclTuning {
+  std::array<double, 3> base_ring{6.6, 14.0, 8.4}, base_tree{6.8, 14.0, 8.4};  // per call
+  std::array<double, 3> nvlink_ring{0.6, 1.9, 3.4}, nvlink_tree{0.6, 1.25, 4.0};  // per step over NVLink
+  std::array<double, 3> net_ring{2.7, 4.0, 14.0}, net_tree{5.0, 8.5, 14.0};       // per step over the network
+  double net_overhead = 1.0;             // per ring step once a ring crosses nodes (×3 for Simple); x86 Intel hosts
+  double ring_plateau = 1.4;             // multi-node Simple ring all-reduce latency factor (NCCL's "plateau effect")
+  // LL's bandwidth ceiling: inside one node it scales with the GPU generation (Hopper 141 GB/s on
+  // 450 GB/s NVLink, Blackwell 282 on 900, Ampere 87.7 on 300: ≈ 0.31 of NVLink); across nodes
+  // it is the host's (Intel: 39 GB/s on 2 nodes, 20.4 on more).
+  double ll_max_nvlink_fraction = 141.0 / 450.0;
+  double ll_max_two_nodes = 39.0, ll_max_more_nodes = 20.4;
+  int channels = 16;                      // rings/trees NCCL runs on an 8-GPU NVSwitch node (caps below × this)
+  double ring_ll128_per_channel = 36.7;
+  std::array<double, 3> tree_per_channel{38.7, 41.4, 36.0};        // by nodes: 1, 2, more
+  std::array<double, 3> tree_ll128_per_channel{36.7, 36.7, 29.0};  // by nodes: 1, 2, more
+  // Tree all-reduce bandwidth correction by ⌊log2(bytes / 64)⌋ (0..22), per protocol.
+  std::array<std::array<double, 23>, 3> tree_correction{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}}};
+};
+
 struct CollectiveModel {
-  // Fixed cost of one collective call (kernel launch, channel setup, the first chunk's pipeline
-  // fill), by CollKind: fitted to NCCL 2.29.2 nccl-tests on 8×H100 SXM (AIConfigurator's measured
-  // tables) from 1 KiB to 512 MiB; docs/validation.md. Added before the algorithm's own steps.
-  std::array<double, 4> call_latency{10.1e-6, 2.2e-6, 4.7e-6, 11.5e-6};  // all-reduce, reduce-scatter, all-gather, all-to-all
-  // NVLS (in-switch reduction) pays a further set-up cost: NCCL uses it only above a few MiB, and
-  // 1 MiB with NVLS forced takes ≈42 µs (Azure ND H100 v5 sweep) against 25 µs by ring.
-  double nvls_latency = 40e-6;
+  NcclTuning nccl;
+  // Fixed cost of one all-to-all call (kernel launch, channel setup, the first chunk's pipeline
+  // fill): fitted to NCCL 2.29.2 nccl-tests on 8×H100 SXM at 1 MiB (AIConfigurator's measured
+  // tables); docs/validation.md. The other collectives' latencies are NCCL's (above).
+  double a2a_call_latency = 11.5e-6;
+  // NVLS (in-switch reduction): the whole call's latency, from an Azure ND H100 v5 sweep (1 MiB
+  // with NVLS forced takes ≈42 µs, of which 3.8 µs is bytes), and the bandwidth of a GPU's
+  // NVLink port in it: 480 GB/s NVLS bus bandwidth on 8×H100 (NCCL maintainers' figure) is
+  // S·2(p−1)/p / t with t = S·(1 + 1/p) / port, so port = 480 · (9/8) · (8/14) GB/s = 0.686 of NVLink.
+  double nvls_latency = 38e-6;
+  double nvls_port_fraction = 480.0 * 9.0 / 14.0 / 450.0;
   // Groups of fewer than 5 GPUs inside one NVLink domain reach less ring bandwidth than 8 (NCCL
   // runs fewer channels): fraction = min(1, small_group_base + small_group_step · (p − 2)),
   // fitted to 256 MiB all-gathers on 2 and 4 GPUs (AIConfigurator NCCL tables); 1 from 7 GPUs on.
   double small_group_base = 0.667;
   double small_group_step = 0.0815;
-  // Software overhead per algorithm step on top of the route latency (NCCL LL/LL128 protocol
-  // hand-off): with call_latency, fitted to 1 MiB all-reduces on 2 and 8 GPUs (the 2-GPU point
-  // separates the per-call from the per-step part).
+  // Software overhead per point-to-point or all-to-all hop on top of the route latency.
   double step_overhead = 0.41e-6;
-  double nvls_busbw_fraction = 480.0 / 450.0;  // NVLS all-reduce bus bandwidth / NVLink bandwidth (8×H100: 480 GB/s)
   double a2a_nvlink_efficiency = 0.65;         // achieved fraction of NVLink bandwidth in all-to-all (797 µs @ 256 MiB)
-  double nvls_min_bytes = 1 << 20;  // NCCL picks NVLS only for large messages
 };
 
 struct CollectiveTime {
-  double seconds = 0;
+  double seconds = 0;               // latency + bandwidth (and an all-to-all's call latency)
   CollAlgo algo = CollAlgo::Auto;   // the algorithm used (resolved when asked for Auto)
+  CollProto proto = CollProto::Simple;
+  double latency = 0;               // the fixed part (what the SimGrid tier waits before the flows)
+  double bandwidth = 0;             // the bytes part (what the SimGrid tier's flows take alone)
 };
 
 // Ring/tree bandwidth fraction of a group of p GPUs inside one NVLink domain (1 for p ≥ 5 or
-// for groups spanning domains). Both executors divide the ring/tree bytes by it.
+// for groups spanning domains).
 double small_group_fraction(int p, bool one_domain, const CollectiveModel& m);
-// One algorithm step between GPUs a and b as the formulas price it: α (route latency + the
-// per-step overhead) and the effective bandwidth (route bottleneck × the link class's efficiency).
+// One point-to-point or all-to-all step between GPUs a and b: α (route latency + the per-step
+// overhead) and the effective bandwidth (route bottleneck × the link class's efficiency).
 struct Hop {
   double alpha = 0;  // seconds per algorithm step
   double bw = 0;     // effective bytes/s
@@ -72,13 +113,13 @@ Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m);
 Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m);
 // `gpus` grouped by NVLink domain, domains in order of first appearance.
 std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus);
-// Fixed cost of one call of `kind`.
+// Fixed cost of one call of `kind` paid before its algorithm (the all-to-all's; 0 for the others,
+// whose latency is their algorithm's).
 double call_latency(CollKind kind, const CollectiveModel& m);
-// The algorithm's own time, without the call latency (what the SimGrid expansion simulates).
-CollectiveTime algorithm_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
-                              CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
-// Time of a collective among `gpus` (cluster GPU ids) with `bytes` per rank (see step_program.hpp):
-// call latency + algorithm time.
+// Time of a collective among `gpus` (cluster GPU ids) with `bytes` per rank (see step_program.hpp),
+// by `algo` (Auto: NCCL's choice of algorithm and protocol; a forced algorithm gets its fastest
+// protocol; Hierarchical is the ring, whose flows the SimGrid tier lays per rail across domains;
+// NVLS outside one NVLink domain or for other kinds falls back to the ring).
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
 // How an all-to-all's inter-node bytes (a on node i, rail r → b on node j, rail r') cross the nodes:

@@ -128,21 +128,28 @@ TEST_CASE("lowering: TP inserts one all-reduce per block — replicated QKV inse
 TEST_CASE("lowering: ring all-reduce and all-to-all on a 2-node cluster, by hand") {
   Cluster c = load_cluster("dgx-h100:2");
   const auto& eff = c.collective_efficiency();
-  // GPU 0 and GPU 8: same rail, different nodes: NIC 50 GB/s × network efficiency; α = route latency.
+  // GPU 0 and GPU 8: same rail, different nodes: NIC 50 GB/s × network efficiency. NCCL's tuner
+  // with one GPU per node: the Simple protocol at 1 GiB, two network steps priced at the tree's
+  // network latency, the multi-node ring's "plateau" factor on the latency.
   Route r = c.route(0, 8);
   double B = 50e9 * eff.network, alpha = r.latency + CollectiveModel{}.step_overhead;
   double S = 1 << 30;
-  CollectiveTime ring = collective_time(c, CollKind::AllReduce, {0, 8}, S, CollAlgo::Ring);
-  // Every call also pays the call latency of its kind.
   const CollectiveModel cm;
-  const double ar_call = call_latency(CollKind::AllReduce, cm), a2a_call = call_latency(CollKind::AllToAll, cm);
-  CHECK(ar_call > 0);
-  CHECK(ring.seconds == doctest::Approx(ar_call + 2 * (alpha + S / (2 * B))).epsilon(1e-9));
-  // 8 GPUs of one node, ring: 2·7·(α + S/(8·B_nvlink)).
-  Route rn = c.route(0, 1);
+  const NcclTuning& t = cm.nccl;
+  CollectiveTime ring = collective_time(c, CollKind::AllReduce, {0, 8}, S, CollAlgo::Ring);
+  CHECK(ring.proto == CollProto::Simple);
+  CHECK(ring.seconds == doctest::Approx((t.base_ring[2] + 2 * t.net_tree[2]) * t.ring_plateau * 1e-6 + 2 * S / (2 * B)).epsilon(1e-9));
+  // 8 GPUs of one node, ring: base + 14 NVLink steps + 2·7/8·S/B_nvlink.
   double Bn = 450e9 * eff.nvlink;
   CollectiveTime r8 = collective_time(c, CollKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}, S, CollAlgo::Ring);
-  CHECK(r8.seconds == doctest::Approx(ar_call + 14 * (rn.latency + cm.step_overhead + S / (8 * Bn))).epsilon(1e-9));
+  CHECK(r8.seconds == doctest::Approx((t.base_ring[2] + 14 * t.nvlink_ring[2]) * 1e-6 + 14 * S / (8 * Bn)).epsilon(1e-9));
+  // A small all-reduce takes LL, the low-latency protocol: base 6.6 µs + 14 × 0.6 µs and half the bandwidth.
+  CollectiveTime small = collective_time(c, CollKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}, 8192, CollAlgo::Ring);
+  CHECK(small.proto == CollProto::LL);
+  CHECK(small.latency == doctest::Approx((t.base_ring[0] + 14 * t.nvlink_ring[0]) * 1e-6));
+  const double a2a_call = call_latency(CollKind::AllToAll, cm);
+  CHECK(a2a_call > 0);
+  CHECK(call_latency(CollKind::AllReduce, cm) == 0);
   // All-to-all between 2 GPUs of one node and 2 of the other: each sends 1 MB to each peer;
   // NVLink and NIC carry their shares at once, the NIC (2 MB at 45 GB/s) is the bottleneck.
   std::vector<int> g = {0, 1, 8, 9};
@@ -150,6 +157,34 @@ TEST_CASE("lowering: ring all-reduce and all-to-all on a 2-node cluster, by hand
   for (int i = 0; i < 4; ++i) mat[i * 4 + i] = 0;
   double a2a = all_to_all_time(c, g, A2aMatrix::from_dense(mat));
   CHECK(a2a == doctest::Approx(a2a_call + alpha + 2e6 / B).epsilon(1e-9));
+}
+
+TEST_CASE("collectives: NCCL's choice of algorithm and protocol follows the message size and the node count") {
+  const Cluster one = load_cluster("dgx-h100:1");
+  const Cluster four = load_cluster("dgx-h100:4");
+  std::vector<int> eight, thirty_two;
+  for (int g = 0; g < 8; ++g) eight.push_back(g);
+  for (int g = 0; g < 32; ++g) thirty_two.push_back(g);
+  auto pick = [](const Cluster& c, const std::vector<int>& g, CollKind k, double bytes) { return collective_time(c, k, g, bytes); };
+  // Inside a node: LL for small messages, LL128 in the middle, Simple or NVLS when bandwidth rules.
+  CHECK(pick(one, eight, CollKind::AllGather, 8 << 10).proto == CollProto::LL);
+  CHECK(pick(one, eight, CollKind::AllGather, 16 << 20).proto == CollProto::LL128);
+  CHECK(pick(one, eight, CollKind::AllGather, 256 << 20).proto == CollProto::Simple);
+  CHECK(pick(one, eight, CollKind::AllReduce, 256 << 20).algo == CollAlgo::Nvls);
+  // Across four nodes a 1 MiB all-reduce takes the tree (log2 of the nodes' network steps instead of
+  // the ring's 2(n−1)), and each step across nodes costs NCCL's network latency, not the route's.
+  const CollectiveTime t = pick(four, thirty_two, CollKind::AllReduce, 1 << 20);
+  CHECK(t.algo == CollAlgo::Tree);
+  const CollectiveTime ring = collective_time(four, CollKind::AllReduce, thirty_two, 1 << 20, CollAlgo::Ring);
+  CHECK(ring.latency > t.latency);
+  CHECK(ring.latency > 6 * NcclTuning{}.net_ring[0] * 1e-6);
+  // Time grows with the size, whatever is picked.
+  double last = 0;
+  for (double b = 1024; b <= (1 << 30); b *= 4) {
+    const double s = pick(four, thirty_two, CollKind::AllReduce, b).seconds;
+    CHECK(s > last);
+    last = s;
+  }
 }
 
 TEST_CASE("lowering: skewed routing makes a longer MoE step than uniform routing") {
