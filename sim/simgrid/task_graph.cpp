@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "sim/simgrid/simgrid_platform.hpp"
+#include "sim/step/collective_pattern.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "topologies/cluster.hpp"
 
@@ -125,102 +126,6 @@ void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk,
     std::swap(ring_prev_, ring_cur_);
   }
   for (std::size_t i = 0; i < p; ++i) add_edge(ring_prev_[i], to);
-}
-
-// One barrier-separated step of flows (pairs of indices into m, sizes from `bytes_of`).
-template <class Bytes>
-int TaskGraph::step(int op, const std::vector<int>& m, const std::vector<std::pair<int, int>>& pairs, double delay,
-                    Bytes bytes_of, int gate, int next) {
-  bool any = false;
-  for (auto [a, b] : pairs) {
-    const int f = flow(op, m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)], bytes_of(a, b), delay);
-    if (f < 0) continue;
-    add_between(gate, f, next);
-    any = true;
-  }
-  if (!any) add_edge(gate, next);
-  return next;
-}
-
-// The collective patterns below run without latency (the collective's latency is one delay
-// before them, collective_cost.hpp) and are sized so that, alone, they take `t` seconds: the
-// bandwidth part of the price collective_time() gives. They place the bytes on the links the
-// algorithm uses, so that contention stretches them; without it the tiers agree by construction.
-
-// Tree all-reduce: a binomial reduction (⌈log2 p⌉ barrier-separated steps, position i sends to
-// i − 2^l) then the mirrored broadcast; each of the 2⌈log2 p⌉ steps takes t / (2⌈log2 p⌉) alone.
-void TaskGraph::tree(int op, const std::vector<int>& m, double t, int from, int to) {
-  const int p = static_cast<int>(m.size());
-  const int depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(p))));
-  const int steps = 2 * depth;
-  auto sized = [&](int a, int b) {
-    return t / steps * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth;
-  };
-  std::vector<std::vector<std::pair<int, int>>> levels(static_cast<std::size_t>(depth));
-  for (int l = 0; l < depth; ++l)
-    for (int i = 1 << l; i < p; i += 2 << l) levels[static_cast<std::size_t>(l)].push_back({i, i - (1 << l)});
-  int gate = from;
-  for (int s = 0; s < steps; ++s) {
-    const bool up = s < depth;
-    std::vector<std::pair<int, int>> dir = levels[static_cast<std::size_t>(up ? s : steps - 1 - s)];
-    if (!up)
-      for (auto& pr : dir) std::swap(pr.first, pr.second);
-    const int next = s == steps - 1 ? to : add_task(TaskKind::Gate, op);
-    gate = step(op, m, dir, 0, sized, gate, next);
-  }
-}
-
-// NVLS all-reduce in one NVLink domain: two barrier-separated steps (the reduction, the
-// multicast) in which each GPU sends one flow to the next, each step t/2 alone, loading the GPUs'
-// NVLink ports.
-void TaskGraph::nvls(int op, const std::vector<int>& m, double t, int from, int to) {
-  const std::size_t p = m.size();
-  std::vector<std::pair<int, int>> pairs;
-  for (std::size_t i = 0; i < p; ++i) pairs.push_back({static_cast<int>(i), static_cast<int>((i + 1) % p)});
-  auto sized = [&](int a, int b) {
-    return t / 2 * platform_.route(m[static_cast<std::size_t>(a)], m[static_cast<std::size_t>(b)]).bandwidth;
-  };
-  const int mid = add_task(TaskKind::Gate, op);
-  step(op, m, pairs, 0, sized, from, mid);
-  step(op, m, pairs, 0, sized, mid, to);
-}
-
-// A ring or tree across NVLink domains, laid as NCCL's channels load the fabric: rings inside each
-// domain (reduce-scatter, and all-gather for an all-reduce) and, per rail position j, a ring
-// across domains of S/g — all at once (NCCL pipelines chunks through them). Every flow is scaled
-// by one factor so that the slowest of them, alone, takes t.
-void TaskGraph::across_domains(int op, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes,
-                               double t, int from, int to) {
-  const double n = static_cast<double>(domains.size());
-  std::size_t g = domains.front().size();
-  for (const auto& d : domains) g = std::min(g, d.size());
-  const int phases = kind == CollKind::AllReduce ? 2 : 1;
-  const int steps = kind == CollKind::AllReduce ? 2 * (static_cast<int>(n) - 1) : static_cast<int>(n) - 1;
-  // The pattern's own time at route speeds, to scale it to t.
-  double own = 0;
-  for (const auto& d : domains)
-    if (d.size() > 1)
-      own = std::max(own, phases * (d.size() - 1.0) * (bytes / d.size()) / ring_hop(cluster_, d, coll_).bw);
-  std::vector<int> rail;
-  for (std::size_t j = 0; j < g; ++j) {
-    rail.clear();
-    for (const auto& d : domains) rail.push_back(d[j]);
-    own = std::max(own, steps * (bytes / static_cast<double>(g) / n) / ring_hop(cluster_, rail, coll_).bw);
-  }
-  const double scale = own > 0 ? t / own : 0;
-  for (const auto& d : domains) {
-    const int p = static_cast<int>(d.size());
-    if (p < 2) {
-      add_edge(from, to);
-      continue;
-    }
-    ring(op, d, phases * (p - 1), scale * bytes / p, from, to, 0);
-  }
-  for (std::size_t j = 0; j < g; ++j) {
-    rail.clear();
-    for (const auto& d : domains) rail.push_back(d[j]);
-    ring(op, rail, steps, scale * bytes / static_cast<double>(g) / n, from, to, 0);
-  }
 }
 
 // The all-to-all matrix's pairs split into legs, summed per (sender, receiver) position in m:
@@ -353,12 +258,16 @@ double TaskGraph::expand_all_to_all(int i, const std::vector<int>& gpus, int fro
 }
 
 // An all-reduce, reduce-scatter or all-gather by the algorithm and protocol collective_time()
-// picks for it: its latency as one delay, then its pattern's flows taking the bandwidth part.
+// picks for it: its latency as one delay, then the flows of its pattern (collective_pattern.hpp),
+// all scaled by one factor so that, alone, they take the price's bandwidth part. The pattern
+// places the bytes on the links the algorithm uses, so that contention stretches them; without
+// it the tiers agree by construction.
 double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int from, int to) {
   const StepOp& op = prog_->ops[static_cast<std::size_t>(i)];
-  const std::size_t n = gpus.size();
   const CollectiveTime ct = collective(op, gpus);
-  if (n <= 1 || !(op.bytes > 0) || !(ct.seconds > 0)) {
+  const CollectivePattern pat = collective_pattern(cluster_, op.coll, gpus, op.bytes, ct, coll_);
+  const double own = pat.own_time(cluster_, coll_);
+  if (!(ct.seconds > 0) || !(own > 0)) {
     add_edge(from, to);
     return ct.seconds;
   }
@@ -367,17 +276,20 @@ double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int fro
     add_edge(from, d);
     from = d;
   }
-  const auto domains = by_domain(cluster_, gpus);
-  const int pi = static_cast<int>(n);
-  if (ct.algo == CollAlgo::Nvls) {
-    nvls(i, gpus, ct.bandwidth, from, to);
-  } else if (domains.size() > 1) {
-    across_domains(i, op.coll, domains, op.bytes, ct.bandwidth, from, to);
-  } else if (ct.algo == CollAlgo::Tree) {
-    tree(i, gpus, ct.bandwidth, from, to);
-  } else {
-    const int steps = op.coll == CollKind::AllReduce ? 2 * (pi - 1) : pi - 1;
-    ring(i, gpus, steps, ct.bandwidth / steps * ring_hop(cluster_, gpus, coll_).bw, from, to, 0);
+  const double scale = ct.bandwidth / own;
+  for (const CollectivePattern::Ring& r : pat.rings) ring(i, r.gpus, r.steps, r.chunk * scale, from, to, 0);
+  int gate = from;
+  for (std::size_t s = 0; s < pat.stages.size(); ++s) {
+    const int next = s + 1 == pat.stages.size() ? to : add_task(TaskKind::Gate, i);
+    bool any = false;
+    for (const CollectivePattern::Flow& f : pat.stages[s]) {
+      const int t = flow(i, f.src, f.dst, f.bytes * scale, 0);
+      if (t < 0) continue;
+      add_between(gate, t, next);
+      any = true;
+    }
+    if (!any) add_edge(gate, next);
+    gate = next;
   }
   return ct.seconds;
 }

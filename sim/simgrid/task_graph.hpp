@@ -5,10 +5,10 @@
 // end gates of its dependencies and of the previous operation on each stream it uses — the
 // analytic list scheduler's rule — and its own tasks sit between the two gates: an Exec for a
 // compute operation, a flow for a send, and for a collective its latency as one delay, then the
-// flows of the algorithm collective_time() picks (ring steps, binomial tree steps, NVLS steps;
-// across NVLink domains rings inside each domain and one per rail across them, as NCCL's channels
-// load the fabric; all-to-all pairs as NCCL's PXN or DeepEP route them), sized so that alone they
-// take the price's bandwidth part (docs/simgrid.md gives each expansion). The graph also counts the bytes each directed link will carry.
+// flows of the pattern of the algorithm collective_time() picks (collective_pattern.hpp: ring
+// steps, binomial tree stages, NVLS stages; across NVLink domains rings inside each domain and one
+// per rail across them), sized so that alone they take the price's bandwidth part, and all-to-all
+// pairs as NCCL's PXN or DeepEP route them (docs/simgrid.md gives each expansion). The graph also counts the bytes each directed link will carry.
 // Thread-safety: one graph per executor (not synchronised).
 #pragma once
 
@@ -68,13 +68,6 @@ class TaskGraph {
   int flow(int op, int src, int dst, double bytes, double delay = -1);
 
   void ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to, double delay = -1);
-  template <class Bytes>
-  int step(int op, const std::vector<int>& m, const std::vector<std::pair<int, int>>& pairs, double delay,
-           Bytes bytes_of, int gate, int next);
-  void tree(int op, const std::vector<int>& m, double t, int from, int to);
-  void nvls(int op, const std::vector<int>& m, double t, int from, int to);
-  void across_domains(int op, CollKind kind, const std::vector<std::vector<int>>& domains, double bytes, double t,
-                      int from, int to);
   void split_a2a_legs(const std::vector<int>& m, const A2aMatrix& mat, bool pxn, bool receive_side);
   void all_to_all(int op, const std::vector<int>& m, const A2aMatrix& mat, double analytic_dur, int from, int to);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sim/step/collective_pattern.hpp"
 #include "topologies/cluster.hpp"
 
 namespace shardsim {
@@ -67,40 +68,22 @@ void LinkTrafficCounter::flow(int src, int dst, double bytes, A2aRouting routing
   carry(src, dst, bytes);
 }
 
-// A ring collective's traffic: every member sends `per_member` bytes to the next. A group spread
-// evenly over several nodes runs as NCCL's channels do: one ring per local index, each leaving a
-// node from a different GPU, so each GPU sends (k−1)/k of its bytes over NVLink to the next GPU of
-// its node and 1/k over its NIC to the same local index of the next node (k = members per node).
-void LinkTrafficCounter::ring(const StepProgram& p, const std::vector<int>& g, double per_member) {
-  std::vector<std::vector<int>> by_node;  // GPUs of the group, node by node in group order
-  std::vector<int> node_of_slot;
-  for (int r : g) {
-    const int gpu = p.rank_gpu[static_cast<std::size_t>(r)];
-    const int node = c_.node_of(gpu);
-    auto at = std::find(node_of_slot.begin(), node_of_slot.end(), node);
-    if (at == node_of_slot.end()) {
-      node_of_slot.push_back(node);
-      by_node.emplace_back();
-      at = node_of_slot.end() - 1;
-    }
-    by_node[static_cast<std::size_t>(at - node_of_slot.begin())].push_back(gpu);
+// An all-reduce, reduce-scatter or all-gather: the flows of its pattern (collective_pattern.hpp),
+// the one the SimGrid tier expands, for the algorithm collective_time() picks.
+void LinkTrafficCounter::collective(const StepProgram& p, const StepOp& op) {
+  const std::vector<int>& g = p.groups[static_cast<std::size_t>(op.group)];
+  std::vector<int> gpus(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) gpus[i] = p.rank_gpu[static_cast<std::size_t>(g[i])];
+  const auto key = std::make_tuple(gpus, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo));
+  auto it = choice_.find(key);
+  if (it == choice_.end()) it = choice_.emplace(key, collective_time(c_, op.coll, gpus, op.bytes, op.algo, model_)).first;
+  const CollectivePattern pat = collective_pattern(c_, op.coll, gpus, op.bytes, it->second, model_);
+  for (const CollectivePattern::Ring& r : pat.rings) {
+    const std::size_t n = r.gpus.size();
+    for (std::size_t i = 0; i < n; ++i) flow(r.gpus[i], r.gpus[(i + 1) % n], r.steps * r.chunk * op.weight);
   }
-  const std::size_t nodes = by_node.size(), k = by_node[0].size();
-  bool even = nodes > 1;
-  for (const auto& m : by_node) even = even && m.size() == k;
-  if (!even) {
-    const std::size_t n = g.size();
-    for (std::size_t i = 0; i < n; ++i)
-      flow(p.rank_gpu[static_cast<std::size_t>(g[i])], p.rank_gpu[static_cast<std::size_t>(g[(i + 1) % n])], per_member);
-    return;
-  }
-  const double inside = per_member * static_cast<double>(k - 1) / static_cast<double>(k);
-  const double across = per_member / static_cast<double>(k);
-  for (std::size_t n = 0; n < nodes; ++n)
-    for (std::size_t j = 0; j < k; ++j) {
-      if (k > 1) flow(by_node[n][j], by_node[n][(j + 1) % k], inside);
-      flow(by_node[n][j], by_node[(n + 1) % nodes][j], across);
-    }
+  for (const auto& stage : pat.stages)
+    for (const CollectivePattern::Flow& f : stage) flow(f.src, f.dst, f.bytes * op.weight);
 }
 
 LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
@@ -125,8 +108,7 @@ LinkTraffic LinkTrafficCounter::count(const StepProgram& p) {
         flow(gpus[x.from], gpus[x.to], x.bytes * op.weight, routing);
       continue;
     }
-    const double share = static_cast<double>(n - 1) / static_cast<double>(n);  // all-gather, reduce-scatter
-    ring(p, g, op.bytes * share * op.weight * (op.coll == CollKind::AllReduce ? 2 : 1));
+    collective(p, op);
   }
   LinkTraffic t;
   for (int d : touched_) {

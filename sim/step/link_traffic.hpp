@@ -1,11 +1,11 @@
 // sim/step/link_traffic.hpp — which links a step's communication crosses, and how hard.
 //
 // Owns: LinkTrafficCounter, the analytic account of a step program's bytes per link and link
-// class. Each operation's traffic follows what NCCL moves: a ring collective sends, from every
-// member to the next, 2(p−1)/p of the buffer (all-reduce) or (p−1)/p of it (all-gather,
-// reduce-scatter) — over several nodes as NCCL's channels do, 1/k of it across the NICs and the
-// rest over NVLink (k members per node); an all-to-all sends its matrix pair by pair; a send goes
-// once. A pair of GPUs on different nodes and different rails of a rail-optimised fabric stays on
+// class. Each operation's traffic follows what NCCL moves: an all-reduce, reduce-scatter or
+// all-gather the flows of the pattern of the algorithm NCCL would pick (collective_pattern.hpp,
+// the same flows the SimGrid tier expands: a ring's 2(p−1)/p or (p−1)/p of the buffer per member;
+// across nodes rings inside each node and one per rail across them; a tree's or NVLS's stages);
+// an all-to-all sends its matrix pair by pair; a send goes once. A pair of GPUs on different nodes and different rails of a rail-optimised fabric stays on
 // one rail: sends and collectives go as NCCL's PXN sends them (over NVLink to the sender's GPU on
 // the receiver's rail, then along that rail); an all-to-all goes the way all_to_all_routing()
 // picks for it, as both executors route it (send side, or receive side: along the sender's rail,
@@ -20,6 +20,8 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,7 +49,7 @@ class LinkTrafficCounter {
   std::pair<const int*, const int*> hops(int src_gpu, int dst_gpu);
   void flow(int src_gpu, int dst_gpu, double bytes, A2aRouting routing = A2aRouting::SendSide);
   void carry(int src_gpu, int dst_gpu, double bytes);
-  void ring(const StepProgram& p, const std::vector<int>& group, double per_member);
+  void collective(const StepProgram& p, const StepOp& op);
 
   const Cluster& c_;
   CollectiveModel model_;
@@ -57,6 +59,7 @@ class LinkTrafficCounter {
   int seen_ = 0, cap_ = 0;              // GPUs indexed; the table's row length (≥ seen_)
   std::vector<std::int32_t> route_at_;  // [local src · cap_ + local dst]: offset in hops_ (+1; 0 = not yet routed)
   std::vector<int> hops_;               // link directions of the routes found, each route's preceded by its length
+  std::map<std::tuple<std::vector<int>, int, double, int>, CollectiveTime> choice_;  // (GPUs, kind, bytes, algo) → NCCL's choice
   std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
   std::vector<int> touched_;
 };

@@ -5,6 +5,7 @@
 // cluster's platform to that Engine the first time it is asked for (in any order, also after runs).
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <map>
@@ -19,6 +20,8 @@
 #include "sim/serving/kv_transfer.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "sim/simgrid/simgrid_platform.hpp"
+#include "sim/simgrid/task_graph.hpp"
+#include "sim/step/link_traffic.hpp"
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 #include "workloads/routing_trace.hpp"
@@ -104,6 +107,40 @@ TEST_CASE("simgrid: a lone ring all-reduce reproduces NCCL's base + 2(p−1)·ho
   CHECK(b.simgrid.makespan == doctest::Approx(b.analytic.makespan).epsilon(1e-6));
   CHECK(b.report.flows == 14 * 8);
   MESSAGE("ring 8x1GiB: analytic " << b.analytic.makespan << " simgrid " << b.simgrid.makespan);
+}
+
+TEST_CASE("simgrid: a collective's flows are the ones the link counter counts (one pattern, scaled to the price)") {
+  // Across two nodes (a ring with a channel per local index), and NVLS inside one: per link class
+  // the SimGrid graph's bytes are the counter's times one factor (the pattern scaled to the price).
+  std::vector<int> sixteen(16);
+  std::iota(sixteen.begin(), sixteen.end(), 0);
+  struct Case {
+    const char* spec;
+    std::vector<int> gpus;
+    double bytes;
+  };
+  for (const Case& k : {Case{"dgx-h100:2", sixteen, 64 << 20}, Case{"dgx-h100:1", {0, 1, 2, 3, 4, 5, 6, 7}, 256 << 20}}) {
+    CAPTURE(k.spec);
+    const Cluster& c = cluster(k.spec);
+    const StepProgram p = one_collective(k.gpus, CollKind::AllReduce, k.bytes);
+    AnalyticExecutor an(c);
+    TaskGraph g(c, SimgridWorld::instance().platform(c), CollectiveModel{}, an);
+    g.build(p);
+    std::array<double, kNumLinkClasses> graph{};
+    for (int d : g.dlink_touched) graph[static_cast<std::size_t>(c.link(d / 2).cls)] += g.dlink_bytes[static_cast<std::size_t>(d)];
+    LinkTrafficCounter counter(c);
+    const LinkTraffic t = counter.count(p);
+    double factor = 0;
+    int classes = 0;
+    for (std::size_t cls = 0; cls < kNumLinkClasses; ++cls) {
+      CHECK((graph[cls] > 0) == (t.bytes[cls] > 0));
+      if (!(t.bytes[cls] > 0)) continue;
+      ++classes;
+      if (factor == 0) factor = graph[cls] / t.bytes[cls];
+      CHECK(graph[cls] / t.bytes[cls] == doctest::Approx(factor).epsilon(1e-6));
+    }
+    CHECK(classes == (k.gpus.size() > 8 ? 2 : 1));
+  }
 }
 
 TEST_CASE("simgrid: without contention SimGrid agrees with the analytic executor within 2%") {

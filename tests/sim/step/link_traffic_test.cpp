@@ -45,6 +45,7 @@ TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink link
   const Cluster c = load_cluster("dgx-h100:1");
   StepProgram p = one_collective(8, CollKind::AllReduce, 8e6);
   p.ops[0].weight = 3;  // a folded op stands for three layers
+  p.ops[0].algo = CollAlgo::Ring;  // (at 8 MB NCCL would take NVLS: below)
   LinkTrafficCounter counter(c);
   const LinkTraffic t = counter.count(p);
   // Each of 8 members sends 2 · 7/8 · 8 MB to the next, over GPU → NVSwitch → GPU: 2 links.
@@ -54,6 +55,12 @@ TEST_CASE("link traffic: a ring all-reduce inside a node crosses two NVLink link
   // Every GPU's NVLink carries one send out and one receive in: different directions.
   CHECK(t.busiest[kNv] == doctest::Approx(per_member / c.gpu().nvlink_bw));
   CHECK(counter.count(p).bytes[kNv] == doctest::Approx(t.bytes[kNv]));  // nothing carried over between steps
+  // The algorithm NCCL picks is the one counted: NVLS, whose GPUs each send S into the switch's
+  // reduction and S/p back out as their reduced shard, S(1 + 1/p) per NVLink port and direction.
+  p.ops[0].algo = CollAlgo::Auto;
+  REQUIRE(collective_time(c, CollKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}, 8e6).algo == CollAlgo::Nvls);
+  const LinkTraffic nvls = counter.count(p);
+  CHECK(nvls.busiest[kNv] == doctest::Approx(8e6 * (1 + 1.0 / 8) * 3 / c.gpu().nvlink_bw));
 }
 
 TEST_CASE("link traffic: a ring over two nodes spreads its node crossings over every NIC, as NCCL's channels do") {
