@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 #include "common/embedded.hpp"
@@ -99,6 +100,9 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   g.hbm_bytes = positive(obj, "hbm_bytes", 1e8, 1e14);
   g.hbm_bw = positive(obj, "hbm_bw", 1e8, 1e15);
   g.nvlink_bw = positive(obj, "nvlink_bw", 1e6, 1e15);
+  const double sms = obj.number_or("sms", 132, 1, 10000);
+  if (sms != std::floor(sms)) obj.fail("sms", "must be a whole number of SMs, got " + format_number(sms));
+  g.sms = static_cast<int>(sms);
   g.comment = obj.string_or("comment", "");
   obj.finish();
   return g;
@@ -112,6 +116,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
   j["hbm_bytes"] = g.hbm_bytes;
   j["hbm_bw"] = g.hbm_bw;
   j["nvlink_bw"] = g.nvlink_bw;
+  j["sms"] = g.sms;
   if (!g.comment.empty()) j["comment"] = g.comment;
   return j;
 }

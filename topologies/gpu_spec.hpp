@@ -20,6 +20,7 @@ struct GpuSpec {
   double hbm_bytes = 0;    // HBM capacity, bytes
   double hbm_bw = 0;       // HBM bandwidth, bytes/s (peak)
   double nvlink_bw = 0;    // NVLink bandwidth per direction, bytes/s
+  int sms = 132;           // streaming multiprocessors (what communication kernels resident beside compute take a share of)
   std::string comment;     // source of the figures
 };
 

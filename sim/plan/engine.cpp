@@ -115,6 +115,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
   else if (key == "two_batch_overlap") e.two_batch_overlap = parse_bool(v, source, field);
+  else if (key == "comm_sms") e.comm_sms = static_cast<int>(parse_int_in(v, source, field, 0, 1024));
   else if (key == "launch_overhead_us") e.launch_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
   else if (key == "step_overhead_ms") e.step_overhead = parse_real_in(v, source, field, 0, 1e4) * 1e-3;
   else if (key == "seq_overhead_us") e.seq_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
@@ -130,7 +131,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
                                  "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
-                                 "a2a"};
+                                 "a2a",             "comm_sms"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -164,7 +165,8 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)},
           {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"},
           {"scheduler", to_string(e.scheduler)},
-          {"a2a", to_string(e.a2a)}};
+          {"a2a", to_string(e.a2a)},
+          {"comm_sms", std::to_string(e.comm_sms)}};
 }
 
 }  // namespace

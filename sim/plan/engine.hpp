@@ -66,6 +66,10 @@ struct EngineSettings {
   // Two-batch overlap (SGLang --enable-two-batch-overlap, DeepSeek): with EP, each step runs as
   // two micro-batches whose all-to-alls overlap each other's compute (sim/step/micro_batches.hpp).
   bool two_batch_overlap = false;
+  // SMs DeepEP's normal (node-level) kernels hold while two-batch overlap runs compute beside them
+  // (DeepEP's Buffer.num_sms, 20 by default): those steps' compute gets (SMs − comm_sms)/SMs of the
+  // GPU's flop rate. Its low-latency (per-rank) kernels hold none (hook-based receive).
+  int comm_sms = 20;
   double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
   double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
   double seq_overhead = 2e-6;    // host seconds per sequence in the iteration

@@ -511,10 +511,10 @@ void disaggregated_rows(const ExecutorFactory& make, const ValidationOptions& op
     // row read −12.9% (2K −8.4%, 4K −1.6%): inside by compensating errors.
     const std::string open_miss =
         "open, not understood: the all-to-alls run node-level as DeepEP's normal kernels do (its six normal-kernel check "
-        "rows within 5%), and the simulated step is then 52% combine and 23% experts on its critical path (1K prompts); "
-        "priced once per destination rank (a2a=per-rank) the NICs carried twice the bytes and these rows read -12.9% / "
-        "-8.4% / -1.6% — inside by compensating errors. Not modelled, so not measured: the 20-24 SMs DeepEP's normal "
-        "kernels hold while the two-batch-overlapped GEMMs run";
+        "rows within 5%), holding DeepEP's default 20 SMs while the two-batch-overlapped compute runs (comm_sms; "
+        "without them the rows read +41.7% / +45.4% / +49.1%); the simulated step is then 47% experts and 24% combine "
+        "on its critical path (1K prompts). Priced once per destination rank (a2a=per-rank) the NICs carried twice the "
+        "bytes and these rows read -12.9% / -8.4% / -1.6% before the SMs were held — inside by compensating errors";
     for (auto [len, published] : {std::pair{1024, 57674.0}, std::pair{2048, 54543.0}, std::pair{4096, 50302.0}}) {
       const int n = scaled(8 * 524288 / len);  // eight full batches of the pool
       const std::string spec = "synthetic:n=" + std::to_string(n) + ",prompt=fixed:" + std::to_string(len) + ",output=fixed:1,seed=7";

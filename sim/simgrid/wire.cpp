@@ -12,7 +12,7 @@ namespace shardsim {
 
 namespace {
 
-constexpr std::uint32_t kProgramVersion = 4;  // 4: all-to-all matrices sparse
+constexpr std::uint32_t kProgramVersion = 5;  // 4: all-to-all matrices sparse; 5: compute share
 constexpr std::uint32_t kTimingVersion = 1;
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
@@ -66,8 +66,8 @@ A2aMatrix read_matrix(WireReader& r) {
 
 std::string encode(const StepProgram& p) {
   // The exact size, so the buffer is allocated once.
-  // header, rank_gpu, the three counts of groups / a2a / ops, the ops, deps
-  std::size_t size = 8 + (4 + 4 * p.rank_gpu.size()) + 3 * 4 + kOpBytes * p.ops.size() + (4 + 4 * p.deps.size());
+  // header, rank_gpu, the three counts of groups / a2a / ops, the ops, deps, compute share
+  std::size_t size = 8 + (4 + 4 * p.rank_gpu.size()) + 3 * 4 + kOpBytes * p.ops.size() + (4 + 4 * p.deps.size()) + 8;
   for (const auto& g : p.groups) size += 4 + 4 * g.size();
   for (const auto& m : p.a2a) size += 8 + kEntryBytes * m.entries().size();
   WireWriter w;
@@ -112,6 +112,7 @@ std::string encode(const StepProgram& p) {
     w.u32(op.dep_end);
   }
   w.ints(p.deps);
+  w.f64(p.compute_share);
   assert(w.bytes().size() == size && "kOpBytes must match the fields written per op");
   return w.take();
 }
@@ -149,6 +150,8 @@ StepProgram decode_program(std::string_view bytes) {
     op.dep_end = r.u32();
   }
   p.deps = r.ints();
+  p.compute_share = r.f64();
+  if (!(p.compute_share > 0 && p.compute_share <= 1)) throw WireError("wire: compute share " + std::to_string(p.compute_share));
   r.finish();
   // Indices must stay inside the program, so that an executor can follow them blindly.
   for (const StepOp& op : p.ops) {

@@ -23,19 +23,19 @@ const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype m
 }
 
 double compute_time(const GpuSpec& gpu, ComputeKind kind, double rows, double flops, double bytes, Dtype math,
-                    const ComputeModel& m) {
+                    const ComputeModel& m, double share) {
   if (flops <= 0 && bytes <= 0) return 0;
   const KernelCurve& c = kernel_curve(m, kind, math);
   rows = std::max(rows, 1.0);
   double eff = c.max_eff * (c.half_rows > 0 ? rows / (rows + c.half_rows) : 1.0);
   double bw = c.hbm_eff * (c.half_bytes > 0 ? bytes / (bytes + c.half_bytes) : 1.0);
-  double tf = flops > 0 && eff > 0 ? flops / (peak_flops(gpu, math) * eff * m.sustained_clock) : 0;
+  double tf = flops > 0 && eff > 0 ? flops / (peak_flops(gpu, math) * eff * m.sustained_clock * share) : 0;
   double tb = bytes > 0 && bw > 0 ? bytes / (gpu.hbm_bw * bw) : 0;
   return c.fixed + std::max(tf, tb) + c.overlap_loss * std::min(tf, tb);
 }
 
-double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m) {
-  return compute_time(gpu, op.kernel, op.rows, op.flops, op.hbm_bytes, op.math, m);
+double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m, double share) {
+  return compute_time(gpu, op.kernel, op.rows, op.flops, op.hbm_bytes, op.math, m, share);
 }
 
 }  // namespace shardsim

@@ -66,10 +66,11 @@ struct ComputeModel {
 double peak_flops(const GpuSpec& gpu, Dtype math);
 // The curve an operation's kernel follows.
 const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math);
-// Seconds for a compute operation (its kind, rows, flops, HBM bytes and math type).
-double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m = {});
+// Seconds for a compute operation (its kind, rows, flops, HBM bytes and math type), with
+// `share` of the GPU's SMs (StepProgram::compute_share): the flop time is divided by it.
+double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m = {}, double share = 1);
 // The same for a bare kernel description.
 double compute_time(const GpuSpec& gpu, ComputeKind kind, double rows, double flops, double bytes, Dtype math,
-                    const ComputeModel& m = {});
+                    const ComputeModel& m = {}, double share = 1);
 
 }  // namespace shardsim

@@ -232,10 +232,22 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       lower_whole(first, a);
       lower_whole(second, b);
       interleave_micro_batches(a, b, prog);
+      prog.compute_share = compute_share(batch, true);
       return;
     }
   }
   lower_whole(batch, prog);
+}
+
+bool Lowering::node_level(const ReplicaBatch& batch) const {
+  const A2aKernel k = plan_.engine.a2a;
+  return !unit_nodes_.empty() && (k == A2aKernel::PerNode || (k == A2aKernel::Auto && batch.has_chunks()));
+}
+
+double Lowering::compute_share(const ReplicaBatch& batch, bool split) const {
+  if (!split || !node_level(batch)) return 1;
+  const int sms = cluster_.gpu().sms;
+  return std::clamp(static_cast<double>(sms - plan_.engine.comm_sms) / sms, 0.05, 1.0);
 }
 
 // Core attention over each sequence's context (causal inside the new tokens): one paged decode
@@ -278,6 +290,10 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
   const Degrees& d = plan_.deg;
   prog.clear();
   prog.rank_gpu = rank_gpu_;
+  if (two_batch_overlap() && node_level(batch)) {  // priced as inside the step: with its compute share
+    ReplicaBatch first, second;
+    prog.compute_share = compute_share(batch, split_micro_batches(batch, first, second));
+  }
   Builder b(prog, options_.group_compute);
   std::vector<int> ranks;
   for (int s = 0; s < d.pp; ++s) {
@@ -387,10 +403,7 @@ class Lowering::WholeStep {
     if (!m_.is_moe() || lo_.routing_ == nullptr || nr == 0) return;
     if (scratch.size() < static_cast<std::size_t>(nr)) scratch.resize(static_cast<std::size_t>(nr));
     routing_ = std::span<LayerRouting>(scratch.data(), static_cast<std::size_t>(nr));
-    // Node-level all-to-alls (EngineSettings::a2a): every step, or (auto) those with prompt chunks,
-    // as SGLang's DeepEP "auto" mode runs prefill batches on the normal kernels.
-    const A2aKernel k = plan_.engine.a2a;
-    node_level_ = !lo_.unit_nodes_.empty() && (k == A2aKernel::PerNode || (k == A2aKernel::Auto && batch_.has_chunks()));
+    node_level_ = lo_.node_level(batch_);  // node-level all-to-alls (EngineSettings::a2a)
     const std::size_t nodes = node_level_ ? static_cast<std::size_t>(lo_.unit_nodes_.nodes) : 0;
     for (LayerRouting& L : routing_) L.reset(static_cast<std::size_t>(U_), static_cast<std::size_t>(lo_.experts_->slots()), nodes);
     BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == m_.num_moe_layers(), tp_, d_.etp, U_,

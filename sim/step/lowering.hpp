@@ -119,6 +119,12 @@ class Lowering {
   void attention(B& b, int layer, int stage, const std::vector<int>& ranks, int group, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
   bool two_batch_overlap() const { return two_micro_batches(plan_, model_); }
+  // Whether `batch`'s all-to-alls run node-level (EngineSettings::a2a: every step, or with auto
+  // those with prompt chunks, as SGLang's DeepEP "auto" mode runs prefill on the normal kernels).
+  bool node_level(const ReplicaBatch& batch) const;
+  // The compute share of `batch`'s program (StepProgram::compute_share): DeepEP's normal kernels
+  // hold comm_sms of the GPU's SMs while two-batch overlap computes beside them; 1 otherwise.
+  double compute_share(const ReplicaBatch& batch, bool split) const;
 
   Plan plan_;
   const ModelSpec& model_;

@@ -128,6 +128,10 @@ struct StepProgram {
   std::vector<A2aMatrix> a2a;                      // all-to-all bytes, members = the op's group
   std::vector<StepOp> ops;
   std::vector<int> deps;
+  // Fraction of each GPU's SMs its compute kernels get (flop rate): below 1 when communication
+  // kernels that hold SMs stay resident beside them (DeepEP's normal kernels under two-batch
+  // overlap, EngineSettings::comm_sms). Memory-bound time is not scaled.
+  double compute_share = 1;
 
   int num_ranks() const { return static_cast<int>(rank_gpu.size()); }
   // Empties the program, keeping its buffers' capacity.
@@ -137,6 +141,7 @@ struct StepProgram {
     a2a.clear();
     ops.clear();
     deps.clear();
+    compute_share = 1;
   }
   int add_group(std::vector<int> ranks);
   // Appends `op` depending on `after` (indices of earlier ops; negative entries are ignored).

@@ -1,7 +1,7 @@
 // tests/sim/step/batch_routing_test.cpp — the routing window's estimate of a long prompt chunk's unrouted
 // tokens against routing every token (sim/step/batch_routing.hpp), the population statistics
 // it leans on (RoutingSource::pick_shares, pick_concentration), and the node-level all-to-all
-// (node copies, node_level_flows, the lowering's a2a modes).
+// (node copies, node_level_flows, the lowering's a2a modes, the SMs its normal kernels hold).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/step/batch_routing.hpp"
+#include "sim/step/compute_cost.hpp"
 #include "sim/step/expert_layout.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/step/lowering.hpp"
@@ -215,4 +216,44 @@ TEST_CASE("node-level all-to-all: a2a=auto runs prompt steps node-level and deco
   CHECK(inter_node("auto", prompt) == node_prompt);
   CHECK(inter_node("auto", decode) == inter_node("per-rank", decode));
   CHECK(inter_node("per-node", decode) < inter_node("per-rank", decode));
+}
+
+TEST_CASE("node-level all-to-all: DeepEP's normal kernels hold comm_sms of the SMs while two-batch overlap computes beside them") {
+  const ModelSpec m = load_model("deepseek-v3");
+  const Cluster c = load_cluster("dgx-h100:4");
+  auto routing = make_routing("synthetic:seed=4", m.routing_shape());
+  ReplicaBatch prompt, decode;
+  prompt.groups.resize(32);
+  decode.groups.resize(32);
+  for (std::uint32_t a = 0; a < 32; ++a) {
+    prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
+    decode.groups[a].push_back(SeqWork{100 + a, 300, 1, 300, true});
+    decode.groups[a].push_back(SeqWork{200 + a, 300, 1, 300, true});
+  }
+  auto share = [&](const std::string& extra, const ReplicaBatch& batch) {
+    const Plan plan = plan_from_string("attn_dp=32,ep=32" + extra, 32, plan_defaults(m));
+    LoweringOptions lo;
+    lo.fold_moe_layers = 4;
+    const Lowering low(plan, m, c, routing.get(), 0, lo);
+    StepProgram attention;
+    low.lower_attention(batch, attention);
+    const double s = low.lower(batch).compute_share;
+    CHECK(attention.compute_share == s);  // the attention estimator prices it as inside the step
+    return s;
+  };
+  // Prompt steps on the normal kernels, split in two micro-batches: 20 of the H100's 132 SMs held.
+  CHECK(share(",a2a=auto,two_batch_overlap=on", prompt) == doctest::Approx(112.0 / 132));
+  CHECK(share(",a2a=auto,two_batch_overlap=on,comm_sms=32", prompt) == doctest::Approx(100.0 / 132));
+  // Nothing held: without the overlap (the kernels run alone), on the low-latency kernels (decode
+  // steps under auto, or per-rank: hook-based, no SMs), or with comm_sms=0.
+  CHECK(share(",a2a=auto", prompt) == 1);
+  CHECK(share(",a2a=auto,two_batch_overlap=on", decode) == 1);
+  CHECK(share(",a2a=per-rank,two_batch_overlap=on", prompt) == 1);
+  CHECK(share(",a2a=auto,two_batch_overlap=on,comm_sms=0", prompt) == 1);
+  // The share slows compute-bound kernels only: a GEMM's flop time, not a memory-bound kernel's.
+  const GpuSpec& h100 = c.gpu();
+  CHECK(compute_time(h100, ComputeKind::Gemm, 4096, 1e12, 1e8, Dtype::BF16, {}, 0.5) >
+        1.9 * compute_time(h100, ComputeKind::Gemm, 4096, 1e12, 1e8, Dtype::BF16));
+  CHECK(compute_time(h100, ComputeKind::Memory, 1, 0, 1e9, Dtype::BF16, {}, 0.5) ==
+        compute_time(h100, ComputeKind::Memory, 1, 0, 1e9, Dtype::BF16));
 }
