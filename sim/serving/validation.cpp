@@ -215,11 +215,9 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
                              CollPoint{CollKind::AllReduce, 2, 16 * MiB, 82.24}, CollPoint{CollKind::AllReduce, 4, 16 * MiB, 98.98},
                              CollPoint{CollKind::AllReduce, 4, 256 * MiB, 1181.0}, CollPoint{CollKind::AllGather, 4, 16 * MiB, 66.21},
                              CollPoint{CollKind::AllReduce, 8, 8 * KiB, 15.96}, CollPoint{CollKind::AllGather, 8, 8 * KiB, 10.62},
-                             CollPoint{CollKind::AllGather, 2, 1 * MiB, 11.30}, CollPoint{CollKind::AllGather, 2, 16 * MiB, 56.00}})
+                             CollPoint{CollKind::AllGather, 2, 1 * MiB, 11.30}, CollPoint{CollKind::AllGather, 2, 16 * MiB, 56.00},
+                             CollPoint{CollKind::AllToAll, 8, 8 * KiB, 7.53}})
     add(c, RowRole::Check, nccl);
-  add(CollPoint{CollKind::AllToAll, 8, 8 * KiB, 7.53}, RowRole::Check, nccl,
-      "the all-to-all's latency floor at small messages is below its call latency fitted at 1 MiB: NCCL's send/recv "
-      "all-to-all has protocols too (LL below a threshold), which the pairwise price does not have");
   add(CollPoint{CollKind::AllReduce, 2, 256 * MiB, 881.30}, RowRole::Check, nccl,
       "the small-group bandwidth penalty is fitted on all-gathers (245 GB/s bus bandwidth on 2 GPUs); 2-GPU "
       "all-reduces reach 305 GB/s, so the penalty overshoots them at large sizes");

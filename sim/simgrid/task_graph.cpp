@@ -205,12 +205,11 @@ CollectiveTime TaskGraph::collective(const StepOp& op, const std::vector<int>& g
   return it->second;
 }
 
-// A delay task of the collective's call latency after `from` (collective_cost.hpp); returns
-// the task the algorithm's flows start from.
-int TaskGraph::after_call(int op, CollKind kind, int from) {
-  const double c = call_latency(kind, coll_);
-  if (!(c > 0)) return from;
-  const int d = add_task(TaskKind::Delay, op, c);
+// A delay task of `seconds` after `from` (the all-to-all's call latency); returns the task the
+// flows start from.
+int TaskGraph::after_delay(int op, double seconds, int from) {
+  if (!(seconds > 0)) return from;
+  const int d = add_task(TaskKind::Delay, op, seconds);
   add_edge(from, d);
   return d;
 }
@@ -248,12 +247,14 @@ double TaskGraph::expand_all_to_all(int i, const std::vector<int>& gpus, int fro
   if (op.matrix >= 0) {
     const A2aMatrix& mat = p.a2a[static_cast<std::size_t>(op.matrix)];
     const double dur = all_to_all_time(cluster_, gpus, mat, coll_);
-    all_to_all(i, gpus, mat, dur - call_latency(op.coll, coll_), after_call(i, op.coll, from), to);
+    const double call = all_to_all_call_latency(mat, coll_);
+    all_to_all(i, gpus, mat, dur - call, after_delay(i, call, from), to);
     return dur;
   }
   const A2aMatrix uniform = A2aMatrix::uniform(n, op.bytes / static_cast<double>(n));
   const double dur = collective(op, gpus).seconds;
-  all_to_all(i, gpus, uniform, dur - call_latency(op.coll, coll_), after_call(i, op.coll, from), to);
+  const double call = all_to_all_call_latency(uniform, coll_);
+  all_to_all(i, gpus, uniform, dur - call, after_delay(i, call, from), to);
   return dur;
 }
 
@@ -271,11 +272,7 @@ double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int fro
     add_edge(from, to);
     return ct.seconds;
   }
-  if (ct.latency > 0) {
-    const int d = add_task(TaskKind::Delay, i, ct.latency);
-    add_edge(from, d);
-    from = d;
-  }
+  from = after_delay(i, ct.latency, from);
   const double scale = ct.bandwidth / own;
   for (const CollectivePattern::Ring& r : pat.rings) ring(i, r.gpus, r.steps, r.chunk * scale, from, to, 0);
   int gate = from;

@@ -72,7 +72,7 @@ class TaskGraph {
   void all_to_all(int op, const std::vector<int>& m, const A2aMatrix& mat, double analytic_dur, int from, int to);
 
   CollectiveTime collective(const StepOp& op, const std::vector<int>& gpus);
-  int after_call(int op, CollKind kind, int from);
+  int after_delay(int op, double seconds, int from);
   double expand(int i, int from, int to);
   double expand_all_to_all(int i, const std::vector<int>& gpus, int from, int to);
   double expand_collective(int i, const std::vector<int>& gpus, int from, int to);

@@ -131,7 +131,15 @@ double small_group_fraction(int p, bool one_domain, const CollectiveModel& m) {
   return std::min(1.0, m.small_group_base + m.small_group_step * (p - 2));
 }
 
-double call_latency(CollKind kind, const CollectiveModel& m) { return kind == CollKind::AllToAll ? m.a2a_call_latency : 0; }
+double all_to_all_call_latency(const A2aMatrix& matrix, const CollectiveModel& m) {
+  double largest = 0;
+  for (const A2aMatrix::Entry& x : matrix.entries())
+    if (x.from != x.to) largest = std::max(largest, x.bytes);
+  if (largest > m.p2p_ll_threshold) return m.a2a_call_latency;
+  const NcclTuning& t = m.nccl;
+  const double saved = (t.base_ring[2] - t.base_ring[0]) + (t.nvlink_ring[2] - t.nvlink_ring[0]);
+  return std::max(0.0, m.a2a_call_latency - saved * kUs);
+}
 
 const char* to_string(CollProto p) {
   switch (p) {
@@ -149,8 +157,9 @@ CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vecto
   if (kind == CollKind::AllToAll) {
     // A uniform all-to-all: every rank sends bytes/p to every other rank.
     const A2aMatrix mat = A2aMatrix::uniform(gpus.size(), bytes / static_cast<double>(gpus.size()));
-    const double t = pairwise_time(c, gpus, mat, m);
-    return {call_latency(kind, m) + t, CollAlgo::Pairwise, CollProto::Simple, call_latency(kind, m), t};
+    const double t = pairwise_time(c, gpus, mat, m), call = all_to_all_call_latency(mat, m);
+    const CollProto pr = call < m.a2a_call_latency ? CollProto::LL : CollProto::Simple;
+    return {call + t, CollAlgo::Pairwise, pr, call, t};
   }
   const Group g = group_of(c, gpus, m);
   const bool nvls_ok = kind == CollKind::AllReduce && g.one_domain() && g.p > 2;
@@ -185,7 +194,7 @@ CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vecto
 
 double all_to_all_time(const Cluster& c, const std::vector<int>& gpus, const A2aMatrix& matrix,
                        const CollectiveModel& m) {
-  return gpus.size() <= 1 ? 0 : call_latency(CollKind::AllToAll, m) + pairwise_time(c, gpus, matrix, m);
+  return gpus.size() <= 1 ? 0 : all_to_all_call_latency(matrix, m) + pairwise_time(c, gpus, matrix, m);
 }
 
 namespace {

@@ -75,6 +75,12 @@ struct CollectiveModel {
   // fill): fitted to NCCL 2.29.2 nccl-tests on 8×H100 SXM at 1 MiB (AIConfigurator's measured
   // tables); docs/validation.md. The other collectives' latencies are NCCL's (above).
   double a2a_call_latency = 11.5e-6;
+  // NCCL's send/recv (which its all-to-all is) takes the LL protocol when a peer's bytes fit
+  // NCCL_P2P_LL_THRESHOLD (16 KiB per channel, one channel at such sizes; src/enqueue.cc): such a
+  // call costs what LL saves on a ring call with one NVLink step in NCCL's tuner — 1.8 µs of base
+  // latency and 2.8 µs of step latency (NcclTuning) — less. (LL's halved bandwidth is left out:
+  // under 16 KiB a peer it is a few ns.)
+  double p2p_ll_threshold = 16384;
   // NVLS (in-switch reduction): the whole call's latency, from an Azure ND H100 v5 sweep (1 MiB
   // with NVLS forced takes ≈42 µs, of which 3.8 µs is bytes), and the bandwidth of a GPU's
   // NVLink port in it: 480 GB/s NVLS bus bandwidth on 8×H100 (NCCL maintainers' figure) is
@@ -113,9 +119,9 @@ Hop hop(const Cluster& c, int a, int b, const CollectiveModel& m);
 Hop ring_hop(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m);
 // `gpus` grouped by NVLink domain, domains in order of first appearance.
 std::vector<std::vector<int>> by_domain(const Cluster& c, const std::vector<int>& gpus);
-// Fixed cost of one call of `kind` paid before its algorithm (the all-to-all's; 0 for the others,
-// whose latency is their algorithm's).
-double call_latency(CollKind kind, const CollectiveModel& m);
+// Fixed cost of one all-to-all call paid before its flows: a2a_call_latency, or less when every
+// peer's bytes fit NCCL's LL threshold (above). The other collectives' latency is their algorithm's.
+double all_to_all_call_latency(const A2aMatrix& matrix, const CollectiveModel& m);
 // Time of a collective among `gpus` (cluster GPU ids) with `bytes` per rank (see step_program.hpp),
 // by `algo` (Auto: NCCL's choice of algorithm and protocol; a forced algorithm gets its fastest
 // protocol; Hierarchical is the ring, whose flows the SimGrid tier lays per rail across domains;
