@@ -150,16 +150,17 @@ const char* to_string(CollProto p) {
   return "?";
 }
 
-CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
-                               CollAlgo algo, const CollectiveModel& m) {
-  CollectiveTime out{0, algo};
+std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kind, const std::vector<int>& gpus,
+                                                  double bytes, CollAlgo algo, const CollectiveModel& m) {
+  std::vector<CollectiveTime> out;
   if (gpus.size() <= 1 || bytes <= 0) return out;
   if (kind == CollKind::AllToAll) {
     // A uniform all-to-all: every rank sends bytes/p to every other rank.
     const A2aMatrix mat = A2aMatrix::uniform(gpus.size(), bytes / static_cast<double>(gpus.size()));
     const double t = pairwise_time(c, gpus, mat, m), call = all_to_all_call_latency(mat, m);
     const CollProto pr = call < m.a2a_call_latency ? CollProto::LL : CollProto::Simple;
-    return {call + t, CollAlgo::Pairwise, pr, call, t};
+    out.push_back({call + t, CollAlgo::Pairwise, pr, call, t});
+    return out;
   }
   const Group g = group_of(c, gpus, m);
   const bool nvls_ok = kind == CollKind::AllReduce && g.one_domain() && g.p > 2;
@@ -175,20 +176,27 @@ CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vecto
     case CollAlgo::Nvls: algos = {nvls_ok ? CollAlgo::Nvls : CollAlgo::Ring}; break;
     default: algos = {CollAlgo::Ring}; break;
   }
-  out.seconds = 1e300;
   for (CollAlgo a : algos) {
     if (a == CollAlgo::Nvls) {
       const double lat = m.nvls_latency;
       const double bw = bytes * (1 + 1.0 / g.p) / (m.nvls_port_fraction * c.gpu().nvlink_bw);
-      if (lat + bw < out.seconds) out = {lat + bw, a, CollProto::Simple, lat, bw};
+      out.push_back({lat + bw, a, CollProto::Simple, lat, bw});
       continue;
     }
     for (CollProto pr : {CollProto::LL, CollProto::LL128, CollProto::Simple}) {
       const Price x = nccl_price(c, kind, g, a, pr, bytes, m);
       const double bw = bytes / x.alg_bw;
-      if (x.latency + bw < out.seconds) out = {x.latency + bw, a, pr, x.latency, bw};
+      out.push_back({x.latency + bw, a, pr, x.latency, bw});
     }
   }
+  return out;
+}
+
+CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
+                               CollAlgo algo, const CollectiveModel& m) {
+  CollectiveTime out{0, algo};
+  for (const CollectiveTime& t : collective_candidates(c, kind, gpus, bytes, algo, m))  // the first of the fastest
+    if (out.seconds == 0 || t.seconds < out.seconds) out = t;
   return out;
 }
 

@@ -128,6 +128,12 @@ double all_to_all_call_latency(const A2aMatrix& matrix, const CollectiveModel& m
 // NVLS outside one NVLink domain or for other kinds falls back to the ring).
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
                                CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
+// Every (algorithm, protocol) collective_time() weighs for the same arguments, in a fixed order
+// (ring LL, LL128, Simple; tree LL, LL128, Simple; NVLS), each priced: NCCL's tuning table for
+// this call (`shardsim collective` prints it). An all-to-all has one entry.
+std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kind, const std::vector<int>& gpus,
+                                                  double bytes, CollAlgo algo = CollAlgo::Auto,
+                                                  const CollectiveModel& m = {});
 // How an all-to-all's inter-node bytes (a on node i, rail r → b on node j, rail r') cross the nodes:
 //   SendSide     NCCL's PXN: NVLink to node i's GPU on rail r', then rail r' to b; b's own NIC
 //                receives everything sent to it;

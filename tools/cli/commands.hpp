@@ -10,6 +10,7 @@
 namespace shardsim::cli {
 
 void add_topo_command(CLI::App& app);     // cmd_topo.cpp     — cluster summary, DOT export
+void add_collective_command(CLI::App& app);  // cmd_collective.cpp — one collective priced as NCCL's tuner weighs it
 void add_models_command(CLI::App& app);   // cmd_models.cpp   — model presets and parameter counts
 void add_trace_command(CLI::App& app);    // cmd_trace.cpp    — request/routing traces: stats, generate
 void add_plan_command(CLI::App& app);     // cmd_plan.cpp     — plan check: verdict, memory, groups

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", "shardsim 0.1.0");
   shardsim::cli::add_topo_command(app);
+  shardsim::cli::add_collective_command(app);
   shardsim::cli::add_models_command(app);
   shardsim::cli::add_trace_command(app);
   shardsim::cli::add_plan_command(app);
