@@ -116,6 +116,21 @@ TEST_CASE("routing window: sequences the window covers are routed exactly") {
 
 namespace {
 
+// One sequence per attention group of 32 prompting 512 tokens, and `decoders` per group decoding
+// on a 300-token context: the node-level tests' two kinds of step.
+struct PromptAndDecode {
+  ReplicaBatch prompt, decode;
+  explicit PromptAndDecode(int decoders) {
+    prompt.groups.resize(32);
+    decode.groups.resize(32);
+    for (std::uint32_t a = 0; a < 32; ++a) {
+      prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
+      for (int d = 0; d < decoders; ++d)
+        decode.groups[a].push_back(SeqWork{100 * static_cast<std::uint32_t>(d + 1) + a, 300, 1, 300, true});
+    }
+  }
+};
+
 // Unit ranks laid out as `nodes` nodes of `rails` GPUs, rank = node · rails + rail.
 UnitNodes grid(int nodes, int rails) {
   UnitNodes un;
@@ -204,13 +219,8 @@ TEST_CASE("node-level all-to-all: a2a=auto runs prompt steps node-level and deco
     }
     return bytes;
   };
-  ReplicaBatch prompt, decode;
-  prompt.groups.resize(32);
-  decode.groups.resize(32);
-  for (std::uint32_t a = 0; a < 32; ++a) {
-    prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
-    decode.groups[a].push_back(SeqWork{100 + a, 300, 1, 300, true});
-  }
+  const PromptAndDecode steps(1);
+  const ReplicaBatch &prompt = steps.prompt, &decode = steps.decode;
   const double rank_prompt = inter_node("per-rank", prompt), node_prompt = inter_node("per-node", prompt);
   CHECK(node_prompt < 0.75 * rank_prompt);  // DeepSeek-V3 over 4 nodes: ~7.5 ranks, ~4 nodes a token
   CHECK(inter_node("auto", prompt) == node_prompt);
@@ -222,14 +232,8 @@ TEST_CASE("node-level all-to-all: DeepEP's normal kernels hold comm_sms of the S
   const ModelSpec m = load_model("deepseek-v3");
   const Cluster c = load_cluster("dgx-h100:4");
   auto routing = make_routing("synthetic:seed=4", m.routing_shape());
-  ReplicaBatch prompt, decode;
-  prompt.groups.resize(32);
-  decode.groups.resize(32);
-  for (std::uint32_t a = 0; a < 32; ++a) {
-    prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
-    decode.groups[a].push_back(SeqWork{100 + a, 300, 1, 300, true});
-    decode.groups[a].push_back(SeqWork{200 + a, 300, 1, 300, true});
-  }
+  const PromptAndDecode steps(2);
+  const ReplicaBatch &prompt = steps.prompt, &decode = steps.decode;
   auto share = [&](const std::string& extra, const ReplicaBatch& batch) {
     const Plan plan = plan_from_string("attn_dp=32,ep=32" + extra, 32, plan_defaults(m));
     LoweringOptions lo;
