@@ -100,11 +100,11 @@ int TaskGraph::flow(int op, int src, int dst, double bytes, double delay) {
   return add_task(TaskKind::Flow, op, delay < 0 ? r.latency + coll_.step_overhead : delay, b, src, dst);
 }
 
-// Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes, each flow after `delay`
-// (no wait: the collective's latency is one delay before its flows). Flow (i, k) goes from m[i]
+// Ring through `m` (GPU ids, in order): `steps` steps of `chunk` bytes, no flow waiting before it
+// starts (the collective's latency is one delay before its flows). Flow (i, k) goes from m[i]
 // to m[i+1] after flow (i, k−1) (its own previous send) and flow (i−1, k−1) (the chunk it forwards).
 // Alone, each step takes chunk / the ring's slowest hop bandwidth.
-void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to, double delay) {
+void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to) {
   const std::size_t p = m.size();
   if (p < 2 || steps <= 0 || !(chunk > 0)) {
     add_edge(from, to);
@@ -114,7 +114,7 @@ void TaskGraph::ring(int op, const std::vector<int>& m, int steps, double chunk,
   ring_cur_.assign(p, -1);
   for (int k = 0; k < steps; ++k) {
     for (std::size_t i = 0; i < p; ++i) {
-      const int f = flow(op, m[i], m[(i + 1) % p], chunk, delay);
+      const int f = flow(op, m[i], m[(i + 1) % p], chunk, 0);
       ring_cur_[i] = f;
       if (k == 0) {
         add_edge(from, f);
@@ -274,7 +274,7 @@ double TaskGraph::expand_collective(int i, const std::vector<int>& gpus, int fro
   }
   from = after_delay(i, ct.latency, from);
   const double scale = ct.bandwidth / own;
-  for (const CollectivePattern::Ring& r : pat.rings) ring(i, r.gpus, r.steps, r.chunk * scale, from, to, 0);
+  for (const CollectivePattern::Ring& r : pat.rings) ring(i, r.gpus, r.steps, r.chunk * scale, from, to);
   int gate = from;
   for (std::size_t s = 0; s < pat.stages.size(); ++s) {
     const int next = s + 1 == pat.stages.size() ? to : add_task(TaskKind::Gate, i);

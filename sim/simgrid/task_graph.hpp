@@ -67,7 +67,7 @@ class TaskGraph {
   void add_between(int from, int t, int to);  // from → t → to, or from → to when t < 0
   int flow(int op, int src, int dst, double bytes, double delay = -1);
 
-  void ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to, double delay = -1);
+  void ring(int op, const std::vector<int>& m, int steps, double chunk, int from, int to);
   void split_a2a_legs(const std::vector<int>& m, const A2aMatrix& mat, bool pxn, bool receive_side);
   void all_to_all(int op, const std::vector<int>& m, const A2aMatrix& mat, double analytic_dur, int from, int to);
 

@@ -78,9 +78,10 @@ void run(const CollectiveOptions& opt) {
   if (sizes.empty()) throw InputError("--sizes", "sizes", "expected a comma-separated list of sizes");
   std::vector<int> gpus(static_cast<std::size_t>(p));
   std::iota(gpus.begin(), gpus.end(), 0);
+  const std::size_t domains = by_domain(c, gpus).size();
   std::ostringstream out;
-  out << opt.kind << " over GPUs 0.." << p - 1 << " of " << c.name() << " (" << by_domain(c, gpus).size()
-      << " NVLink domain" << (by_domain(c, gpus).size() > 1 ? "s" : "") << "): every algorithm and protocol NCCL's tuner"
+  out << opt.kind << " over GPUs 0.." << p - 1 << " of " << c.name() << " (" << domains << " NVLink domain"
+      << (domains > 1 ? "s" : "") << "): every algorithm and protocol NCCL's tuner"
       << (kind == CollKind::AllToAll ? " would weigh — an all-to-all is NCCL's send/recv, one entry" : " weighs")
       << "; * = the pick (docs/communication.md)\n";
   char line[256];
