@@ -254,6 +254,9 @@ RequestTrace parse_azure_csv(std::string_view text, const std::string& source) {
   return t;
 }
 
+// Tokens per hash_ids block in Mooncake's traces (and Dynamo's and AIPerf's readers of them).
+constexpr int kMooncakeBlock = 512;
+
 RequestTrace parse_mooncake_jsonl(std::string_view text, const std::string& source) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw InputError(source, "", "empty file, expected one JSON object per line");
@@ -269,7 +272,23 @@ RequestTrace parse_mooncake_jsonl(std::string_view text, const std::string& sour
       Request r;
       r.prompt_tokens = static_cast<int>(o.integer("input_length", 1, INT_MAX));
       r.output_tokens = static_cast<int>(o.integer("output_length", 0, INT_MAX));
-      if (o.has("hash_ids")) o.raw("hash_ids");  // prefix-cache block ids: not used
+      if (o.has("hash_ids")) {  // the prompt's blocks of 512 tokens (Mooncake's), by prefix id
+        const json& ids = o.raw("hash_ids");
+        if (!ids.is_array()) throw InputError(source, "/hash_ids", "expected an array of block ids");
+        const std::size_t most = (static_cast<std::size_t>(r.prompt_tokens) + kMooncakeBlock - 1) / kMooncakeBlock;
+        if (ids.size() > most)
+          throw InputError(source, "/hash_ids",
+                           std::to_string(ids.size()) + " block ids for input_length " + std::to_string(r.prompt_tokens) +
+                               ", at most " + std::to_string(most) + " at Mooncake's " + std::to_string(kMooncakeBlock) +
+                               " tokens per block");
+        r.prefix_blocks.reserve(ids.size());
+        for (const json& id : ids) {
+          if (!id.is_number_integer() || id.get<std::int64_t>() < 0)
+            throw InputError(source, "/hash_ids", "expected non-negative integer block ids, got " + id.dump());
+          r.prefix_blocks.push_back(id.get<std::uint64_t>());
+        }
+        t.prefix_block_tokens = kMooncakeBlock;
+      }
       o.finish();
       t.requests.push_back(r);
       absolute.push_back(ms / 1000.0);
@@ -311,6 +330,20 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
   LengthDist prompt = parse_length(p, "prompt", p.string_or("prompt", "lognormal:1024:1.0"));
   LengthDist output = parse_length(p, "output", p.string_or("output", "lognormal:256:0.9"));
   std::uint64_t seed = p.seed_or("seed", 1);
+  // system=TOKENS[:COUNT]: every prompt starts with one of COUNT shared system prompts of TOKENS
+  // tokens (drawn uniformly), before its own drawn length; its blocks of `block` tokens carry ids
+  // (Request::prefix_blocks) shared by the prompts with the same system prompt.
+  long system_tokens = 0, systems = 1;
+  if (const std::string v = p.string_or("system", ""); !v.empty() || p.has("system")) {
+    const auto colon = v.find(':');
+    std::int64_t a = 0, b = 1;
+    if (!parse_int64(v.substr(0, colon), a) || a < 1 || a > 1'000'000 ||
+        (colon != std::string::npos && (!parse_int64(v.substr(colon + 1), b) || b < 1 || b > 1'000'000)))
+      p.fail("system", "expected TOKENS[:COUNT] (1 … 1,000,000 each), got \"" + v + "\"");
+    system_tokens = a;
+    systems = b;
+  }
+  const int block = static_cast<int>(p.integer_or("block", 16, 1, 1 << 16));
   p.finish();
 
   // Separate streams, so changing one distribution leaves the other columns unchanged.
@@ -326,7 +359,20 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
       else if (arrival == "gamma") clock += arrivals.gamma(shape) / (shape * rate);
       else clock += 1.0 / rate;
     }
-    t.requests[i] = {clock, prompt.sample(prompts, 1), output.sample(outputs, 1)};
+    t.requests[i] = {clock, prompt.sample(prompts, 1), output.sample(outputs, 1), {}};
+  }
+  if (system_tokens > 0) {
+    SplitMix64 pick(hash_combine(seed, 4));
+    t.prefix_block_tokens = block;
+    for (std::size_t i = 0; i < t.requests.size(); ++i) {
+      Request& r = t.requests[i];
+      const std::uint64_t sys = static_cast<std::uint64_t>(pick.uniform() * static_cast<double>(systems));
+      r.prompt_tokens = static_cast<int>(std::min<long>(r.prompt_tokens + system_tokens, 1L << 30));
+      const long shared = system_tokens / block, all = (r.prompt_tokens + block - 1) / block;
+      for (long j = 0; j < all; ++j)  // the system prompt's whole blocks, then the request's own
+        r.prefix_blocks.push_back(j < shared ? hash_combine(hash_combine(0x737973ULL, sys), static_cast<std::uint64_t>(j))
+                                             : hash_combine(hash_combine(seed, i + 1), static_cast<std::uint64_t>(j) << 1 | 1));
+    }
   }
   return t;
 }
@@ -336,6 +382,7 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
 RequestTrace head(const RequestTrace& trace, std::size_t n) {
   RequestTrace t;
   t.source = trace.source;
+  t.prefix_block_tokens = trace.prefix_block_tokens;
   t.requests.assign(trace.requests.begin(), trace.requests.begin() + static_cast<std::ptrdiff_t>(std::min(n, trace.requests.size())));
   return t;
 }

@@ -27,11 +27,16 @@ struct Request {
   double arrival_s = 0;   // seconds after the first request of the trace
   int prompt_tokens = 0;  // ≥ 1
   int output_tokens = 0;  // ≥ 0: generated tokens
+  // The prompt's blocks of RequestTrace::prefix_block_tokens tokens, each named by an id standing
+  // for the whole prefix up to it (Mooncake's hash_ids): equal leading ids = a shared prefix, which
+  // an engine's prefix cache serves (sim/serving/prefix_cache.hpp). Empty: no prefix structure.
+  std::vector<std::uint64_t> prefix_blocks;
 };
 
 struct RequestTrace {
   std::string source;              // the spec or path it came from, for messages and provenance
   std::vector<Request> requests;   // sorted by arrival_s, first at 0
+  int prefix_block_tokens = 0;     // tokens per Request::prefix_blocks id (Mooncake: 512); 0 = none
 };
 
 // Loads a request trace from a spec:
@@ -54,6 +59,10 @@ RequestTrace parse_mooncake_jsonl(std::string_view text, const std::string& sour
 //   prompt=lognormal:1024:1.0       prompt-length distribution, see below
 //   output=lognormal:256:0.9        output-length distribution, see below
 //   seed=1                          any unsigned 64-bit integer
+//   system=TOKENS[:COUNT]           every prompt starts with one of COUNT (1) shared system prompts
+//                                   of TOKENS tokens, added to its drawn length; its blocks carry
+//                                   prefix ids (Request::prefix_blocks), so a prefix cache serves them
+//   block=16                        tokens per prefix block (with system=)
 // Length distributions: fixed:N | uniform:LO:HI (inclusive) | lognormal:MEAN:SIGMA[:MAX]
 // (MEAN is the arithmetic mean, SIGMA the standard deviation of the log; samples are rounded
 // and clamped to [1, MAX], MAX defaulting to 1,000,000). Prompts are ≥ 1 token, outputs ≥ 1.

@@ -86,6 +86,12 @@ A2aKernel parse_a2a(const std::string& v, const std::string& source, const std::
   throw InputError(source, field, "unknown all-to-all kind \"" + v + "\" (expected auto, per-node or per-rank)");
 }
 
+Dispatch parse_dispatch(const std::string& v, const std::string& source, const std::string& field) {
+  if (v == "round-robin") return Dispatch::RoundRobin;
+  if (v == "prefix") return Dispatch::PrefixAffinity;
+  throw InputError(source, field, "unknown dispatch \"" + v + "\" (expected round-robin or prefix)");
+}
+
 Preemption parse_preemption(const std::string& v, const std::string& source, const std::string& field) {
   if (v == "recompute") return Preemption::Recompute;
   if (v == "swap") return Preemption::Swap;
@@ -116,6 +122,8 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
   else if (key == "two_batch_overlap") e.two_batch_overlap = parse_bool(v, source, field);
   else if (key == "comm_sms") e.comm_sms = static_cast<int>(parse_int_in(v, source, field, 0, 1024));
+  else if (key == "prefix_cache") e.prefix_cache = parse_bool(v, source, field);
+  else if (key == "dispatch") e.dispatch = parse_dispatch(v, source, field);
   else if (key == "launch_overhead_us") e.launch_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
   else if (key == "step_overhead_ms") e.step_overhead = parse_real_in(v, source, field, 0, 1e4) * 1e-3;
   else if (key == "seq_overhead_us") e.seq_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
@@ -131,7 +139,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
                                  "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
-                                 "a2a",             "comm_sms"};
+                                 "a2a",             "comm_sms",         "prefix_cache",     "dispatch"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -166,7 +174,9 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"},
           {"scheduler", to_string(e.scheduler)},
           {"a2a", to_string(e.a2a)},
-          {"comm_sms", std::to_string(e.comm_sms)}};
+          {"comm_sms", std::to_string(e.comm_sms)},
+          {"prefix_cache", e.prefix_cache ? "on" : "off"},
+          {"dispatch", to_string(e.dispatch)}};
 }
 
 }  // namespace
@@ -199,6 +209,8 @@ const char* to_string(A2aKernel k) {
   }
   return "?";
 }
+
+const char* to_string(Dispatch d) { return d == Dispatch::PrefixAffinity ? "prefix" : "round-robin"; }
 
 const char* to_string(Preemption p) { return p == Preemption::Recompute ? "recompute" : "swap"; }
 
@@ -256,8 +268,9 @@ json engine_to_json(const EngineSettings& e) {
   json j;
   j["preset"] = e.preset;
   for (const auto& [k, v] : items(e)) {
-    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a") j[k] = v;
+    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a" || k == "dispatch") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
+    else if (k == "prefix_cache") j[k] = e.prefix_cache;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
     else if (v.find_first_of(".e") == std::string::npos) j[k] = std::stoll(v);
     else j[k] = std::stod(v);

@@ -47,6 +47,12 @@ enum class SchedulerKind {
 // turns on (SGLang's DeepEP MoE backend, vLLM's deepep_* all-to-all backends), not a default.
 enum class A2aKernel { Auto, PerNode, PerRank };
 
+// Which replica an arriving request goes to (open loop; docs/engines.md "Prefix caching"):
+// RoundRobin deals requests in turn; PrefixAffinity sends a request to the replica that was sent
+// the longest leading run of its prefix blocks when that covers at least half of them (the cache
+// it is likely to hit, as SGLang's cache-aware router and Dynamo's KV router do), else in turn.
+enum class Dispatch { RoundRobin, PrefixAffinity };
+
 struct EngineSettings {
   std::string preset = "vllm";   // the preset the other fields started from
   int max_seqs = 1024;           // concurrent sequences per engine (replica); attention-DP groups get an equal share
@@ -70,6 +76,12 @@ struct EngineSettings {
   // (DeepEP's Buffer.num_sms, 20 by default): those steps' compute gets (SMs − comm_sms)/SMs of the
   // GPU's flop rate. Its low-latency (per-rank) kernels hold none (hook-based receive).
   int comm_sms = 20;
+  // Prefix caching (vLLM enable_prefix_caching, SGLang's radix cache, TensorRT-LLM
+  // enable_block_reuse; on by default in all three): a prompt's leading blocks another prompt
+  // computed are served from KV instead of prefilled (sim/serving/prefix_cache.hpp). Acts only on
+  // traces with prefix blocks (Mooncake hash_ids, synthetic system=).
+  bool prefix_cache = true;
+  Dispatch dispatch = Dispatch::RoundRobin;
   double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
   double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
   double seq_overhead = 2e-6;    // host seconds per sequence in the iteration
@@ -83,6 +95,7 @@ const char* to_string(KvPolicy p);
 const char* to_string(Preemption p);
 const char* to_string(SchedulerKind k);
 const char* to_string(A2aKernel k);
+const char* to_string(Dispatch d);
 
 // The named presets (docs/plan-format.md says where each figure comes from).
 const std::vector<std::string>& engine_preset_names();

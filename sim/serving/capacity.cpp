@@ -16,6 +16,7 @@ namespace shardsim {
 RequestTrace capacity_sample(const RequestTrace& population, long n, std::uint64_t seed, bool trace_order_first) {
   RequestTrace out;
   out.source = population.source;
+  out.prefix_block_tokens = population.prefix_block_tokens;
   const std::size_t size = population.requests.size();
   if (size == 0 || n <= 0) return out;
   out.requests.reserve(static_cast<std::size_t>(n));

@@ -35,6 +35,9 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.peak_seqs = std::max(a.peak_seqs, b.peak_seqs);
   a.preemptions += b.preemptions;
   a.recomputed_tokens += b.recomputed_tokens;
+  a.cached_tokens += b.cached_tokens;
+  a.prompt_tokens_admitted += b.prompt_tokens_admitted;
+  a.prefix_evicted_blocks += b.prefix_evicted_blocks;
   a.host_time += b.host_time;
 }
 

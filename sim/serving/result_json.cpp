@@ -59,6 +59,12 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   j["decode_tokens"] = b.decode_tokens;
   j["preemptions"] = b.preemptions;
   j["recomputed_tokens"] = b.recomputed_tokens;
+  if (b.prompt_tokens_admitted > 0 && b.cached_tokens + b.prefix_evicted_blocks > 0) {  // a prefix cache was in play
+    j["prefix_cache"] = {{"cached_tokens", b.cached_tokens},
+                         {"admitted_prompt_tokens", b.prompt_tokens_admitted},
+                         {"hit_rate", static_cast<double>(b.cached_tokens) / static_cast<double>(b.prompt_tokens_admitted)},
+                         {"evicted_blocks", b.prefix_evicted_blocks}};
+  }
   j["host_time_s"] = b.host_time;
   j["step_time_s"] = b.step_time;
   j["critical_path_s"] = by_class(b.critical, 1);

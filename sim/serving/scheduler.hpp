@@ -45,6 +45,7 @@ struct Seq {
   bool pinned = false;   // its KV was sent to `group` by a prefill pool: admitted there only
   int queue = -1;        // the attention-DP rank whose own queue it waits in (−1: the replica's one queue)
   long kv_unarmed = 0;   // while its engine fast-forwards: `kv` before the run's pre-allocation
+  int held = 0;          // leading prefix blocks of its prompt it references in its group's prefix cache
   bool prefilling() const { return prefilled < prompt; }
 };
 

@@ -8,12 +8,14 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "common/input_error.hpp"
 #include "sim/plan/plan_layout.hpp"
 #include "sim/serving/arrivals.hpp"
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/prefix_cache.hpp"
 #include "sim/serving/scheduler.hpp"
 #include "sim/serving/step_costs.hpp"
 #include "sim/step/schedule_summary.hpp"
@@ -65,8 +67,8 @@ class ReplicaSim {
  public:
   ReplicaSim(int replica, int key_replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
              const RoutingSource* routing, const StepExecutor& ex, const ServingOptions& opt, const MemoryReport& mem,
-             const std::shared_ptr<const ExpertLayout>& experts, ServingResult& out)
-      : replica_(replica), eng_(plan.engine),
+             const std::shared_ptr<const ExpertLayout>& experts, const RequestTrace& trace, ServingResult& out)
+      : replica_(replica), eng_(plan.engine), trace_(trace),
         lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan, model))),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))
@@ -88,6 +90,8 @@ class ReplicaSim {
     out_.breakdown.large_layers_lowered = (large_ ? *large_ : lowering_).num_lowered_layers();
     out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
+    if (eng_.prefix_cache && trace.prefix_block_tokens > 0)
+      prefix_.assign(static_cast<std::size_t>(groups_), PrefixCache(trace.prefix_block_tokens));
   }
 
   void run(Arrivals& arrivals, ReplicaLoad& load) {
@@ -229,6 +233,7 @@ class ReplicaSim {
       if (s.swapped) pending_swap_ += s.ctx * kv_bytes_per_token_ / eng_.swap_bw;
       s.swapped = false;
       s.group = best;
+      reuse_prefix(s, r);
       s.engine = static_cast<int>(std::min_element(seqs_in_engine_.begin(), seqs_in_engine_.end()) - seqs_in_engine_.begin());
       s.kv = need;
       s.order = ++admissions_;
@@ -241,6 +246,7 @@ class ReplicaSim {
       r.group = best;
       load.last_admission = t;
       kv_used_[static_cast<std::size_t>(best)] += need;
+      make_room(best);
       seqs_in_group_[static_cast<std::size_t>(best)]++;
       out_.breakdown.peak_seqs = std::max(out_.breakdown.peak_seqs, seqs_in_group_[static_cast<std::size_t>(best)]);
       seqs_in_engine_[static_cast<std::size_t>(s.engine)]++;
@@ -253,6 +259,48 @@ class ReplicaSim {
       load.peak_running = std::max(load.peak_running, static_cast<int>(running_.size()));
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     }
+  }
+
+  // The prompt's leading blocks its group's prefix cache holds are not prefilled: the sequence
+  // starts with them in its KV (always computing its last token, as the engines do) and references
+  // them. A swapped-in or handed-over sequence has its KV already.
+  void reuse_prefix(Seq& s, RequestResult& r) {
+    if (prefix_.empty() || s.swapped || s.pinned || s.prefilled > 0) return;
+    PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
+    const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
+    const int usable = std::min(static_cast<int>(blocks.size()), (s.prompt - 1) / cache.block_tokens());
+    const int hit = std::min(cache.match(blocks), usable);
+    const int tokens = hit * cache.block_tokens();
+    out_.breakdown.prompt_tokens_admitted += s.prompt;
+    out_.breakdown.cached_tokens += tokens;
+    if (r.admitted < 0) r.cached_tokens = tokens;
+    if (hit == 0) return;
+    cache.hold(blocks, hit);
+    s.held = hit;
+    s.prefilled = tokens;
+    s.ctx = tokens;
+  }
+
+  // A prompt just prefilled: its whole blocks join its group's prefix cache, referenced by it.
+  void cache_prompt(Seq& s) {
+    if (prefix_.empty()) return;
+    PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
+    const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
+    const int whole = std::min(static_cast<int>(blocks.size()), s.prompt / cache.block_tokens());
+    if (whole <= s.held) return;
+    cache.hold(std::span<const std::uint64_t>(blocks).subspan(static_cast<std::size_t>(s.held)), whole - s.held);
+    s.held = whole;
+  }
+
+  // Cached blocks nobody references live in group g's free KV: evicted (LRU) as use grows.
+  void make_room(int g) {
+    if (prefix_.empty()) return;
+    PrefixCache& cache = prefix_[static_cast<std::size_t>(g)];
+    const long free = static_cast<long>(kv_capacity_) - kv_used_[static_cast<std::size_t>(g)];
+    if (cache.evictable_tokens() <= free) return;
+    const long before = cache.evicted_blocks();
+    cache.trim(std::max(0L, free));
+    out_.breakdown.prefix_evicted_blocks += cache.evicted_blocks() - before;
   }
 
   // On-demand KV: every decoding sequence of engine e gets the block its next token needs;
@@ -273,6 +321,7 @@ class ReplicaSim {
       if (s.req < 0) continue;  // it was the latest itself
       used += more;
       s.kv += more;
+      make_room(s.group);
     }
     if (preempted) {  // the only sequences marked here; finish_step removes the ones it completes
       compact();  // (victims may run on other engines)
@@ -284,6 +333,10 @@ class ReplicaSim {
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
   void release(Seq& s) {
     ++frees_;
+    if (s.held > 0) {  // its prompt's blocks stay cached, evictable
+      prefix_[static_cast<std::size_t>(s.group)].release(trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks, s.held);
+      s.held = 0;
+    }
     kv_used_[static_cast<std::size_t>(s.group)] -= s.kv;
     seqs_in_group_[static_cast<std::size_t>(s.group)]--;
     seqs_in_engine_[static_cast<std::size_t>(s.engine)]--;
@@ -297,6 +350,7 @@ class ReplicaSim {
     Seq back = s;
     release(s);
     back.kv = 0;
+    back.held = 0;  // its blocks stay cached: a recomputed prompt finds them again
     if (back.queue >= 0) back.queue = s.group;  // back into its own rank's queue
     if (eng_.preemption == Preemption::Swap && s.prefilled >= s.prompt) {
       back.swapped = true;
@@ -579,6 +633,7 @@ class ReplicaSim {
         s->ctx = s->prefilled;
         out_.breakdown.prefill_tokens += n;
         if (s->prefilled < s->prompt) continue;
+        cache_prompt(*s);
       } else {
         s->ctx += 1;
         out_.breakdown.decode_tokens += 1;
@@ -674,6 +729,7 @@ class ReplicaSim {
 
   int replica_;
   const EngineSettings& eng_;
+  const RequestTrace& trace_;  // the requests' prefix blocks
   Lowering lowering_;
   std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
   std::unique_ptr<Lowering> large_;  // steps routing many tokens, when they fold further
@@ -684,6 +740,7 @@ class ReplicaSim {
   double kv_bytes_per_token_;   // per GPU, the worst stage: what a swap moves per token
   ServingResult& out_;
   int groups_, engines_, group_seqs_;
+  std::vector<PrefixCache> prefix_;  // per attention group, when the engine caches prefixes and the trace has them
   std::vector<long> kv_used_;
   std::vector<int> seqs_in_group_, seqs_in_engine_;
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
@@ -827,10 +884,40 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
   return cls;
 }
 
+// Dispatch::PrefixAffinity: the replica each request of `trace` goes to, in arrival order. The
+// router remembers the blocks it sent to each replica (as SGLang's cache-aware router keeps a
+// tree per worker); a request goes where the longest leading run of its blocks went when that
+// run covers at least half of them, else to the next replica in turn. Decided from the arrival
+// order alone (the router sees no replica's state), so replicas are still simulated one by one.
+std::vector<int> prefix_dispatch(const RequestTrace& trace, int dp) {
+  std::vector<std::unordered_set<std::uint64_t>> sent(static_cast<std::size_t>(dp));
+  std::vector<int> to(trace.requests.size(), 0);
+  int next = 0;
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+    const auto& blocks = trace.requests[i].prefix_blocks;
+    int best = -1;
+    std::size_t best_run = 0;
+    for (int r = 0; r < dp; ++r) {
+      std::size_t run = 0;
+      while (run < blocks.size() && sent[static_cast<std::size_t>(r)].count(blocks[run])) ++run;
+      if (run > best_run) best = r, best_run = run;
+    }
+    int rep = best;
+    if (best < 0 || 2 * best_run < blocks.size()) {
+      rep = next;
+      next = (next + 1) % dp;
+    }
+    to[i] = rep;
+    sent[static_cast<std::size_t>(rep)].insert(blocks.begin(), blocks.end());
+  }
+  return to;
+}
+
 // Replica `rep`'s arrivals (replicas never talk to each other). Open loop: requests go round-robin
-// to replicas in arrival order. Closed loop: client c sends requests c, c + N, c + 2N, … of the
-// trace and is served by replica c mod dp.
-Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o) {
+// to replicas in arrival order, or as `dispatch` says (prefix_dispatch). Closed loop: client c
+// sends requests c, c + N, c + 2N, … of the trace and is served by replica c mod dp.
+Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o,
+                          const std::vector<int>& dispatch) {
   const int n = static_cast<int>(requests.size());
   if (!o.decode_slots.empty()) {  // a decode pool: the requests handed to this replica, as their KV lands
     std::vector<int> mine;
@@ -839,6 +926,12 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
     std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) {
       return requests[static_cast<std::size_t>(a)].arrival < requests[static_cast<std::size_t>(b)].arrival;
     });
+    return Arrivals::open(std::move(mine), requests);
+  }
+  if (o.concurrency <= 0 && !dispatch.empty()) {
+    std::vector<int> mine;
+    for (int i = 0; i < n; ++i)
+      if (dispatch[static_cast<std::size_t>(i)] == rep) mine.push_back(i);
     return Arrivals::open(std::move(mine), requests);
   }
   if (o.concurrency <= 0) {
@@ -896,7 +989,8 @@ std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster
 }
 
 int alike_replicas(const Plan& plan, const Cluster& cluster, CostClassMemo* memo) {
-  if (plan.disaggregated() || plan.deg.dp <= 1) return 1;
+  // (a prefix-affinity router sends each replica other requests than round-robin's share)
+  if (plan.disaggregated() || plan.deg.dp <= 1 || plan.engine.dispatch == Dispatch::PrefixAffinity) return 1;
   const std::vector<int> cls = memo ? memo->classes(plan, cluster) : cost_classes(plan, cluster);
   if (std::all_of(cls.begin(), cls.end(), [](int c) { return c == 0; })) return plan.deg.dp;
   // Not one cost class: alike all the same when only rails inside a node differ — which needs a
@@ -943,10 +1037,15 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   if (experts->balanced())
     out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
                                 experts->sample_tokens()};
+  const std::vector<int> dispatch =
+      plan.engine.dispatch == Dispatch::PrefixAffinity && trace.prefix_block_tokens > 0 && plan.deg.dp > 1 &&
+              !options.replica_share && options.concurrency <= 0 && !handed_over
+          ? prefix_dispatch(trace, plan.deg.dp)
+          : std::vector<int>{};
   for (int rep = 0; rep < simulated; ++rep) {
     ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, opts, out.memory,
-                   experts, out);
-    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts);
+                   experts, trace, out);
+    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts, dispatch);
     sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
     if (out.stopped_early) break;  // the goal is missed: the other replicas cannot mend it
   }

@@ -204,6 +204,7 @@ struct RequestResult {
   // when the prompt's KV cache had landed on the decode replica (first_token: when it was admitted there).
   int prefill_replica = -1;
   double prefilled = -1, kv_arrived = -1;
+  int cached_tokens = 0;           // prompt tokens its first admission found in the prefix cache
   double ttft() const { return first_token - arrival; }
   double tpot() const { return output_tokens > 1 ? (finish - first_token) / (output_tokens - 1) : 0; }
   bool completed = false;
@@ -237,6 +238,9 @@ struct ServingBreakdown {
   int peak_seqs = 0;                              // most sequences ever running in one attention group
   long preemptions = 0;                           // sequences preempted for KV blocks (on-demand policy)
   long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)
+  long cached_tokens = 0;                         // prompt tokens admissions found in a prefix cache (not prefilled)
+  long prompt_tokens_admitted = 0;                // prompt tokens of those admissions (the hit rate's denominator)
+  long prefix_evicted_blocks = 0;                 // prefix-cache blocks evicted for room
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
   // Per link class, Σ over steps (all replicas), when ServingOptions::link_traffic: bytes carried,
   // and seconds the class's busiest link direction of each step needed (÷ step_time = how busy).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -130,6 +131,17 @@ TEST_CASE("request trace: Mooncake JSONL") {
   CHECK(t.requests[1].arrival_s == doctest::Approx(27.482));
   CHECK(t.requests[1].output_tokens == 52);
   CHECK(t.requests[2].arrival_s == doctest::Approx(30.0));
+  // hash_ids: the prompt's 512-token blocks by prefix id, carried with their request through the sort.
+  CHECK(t.prefix_block_tokens == 512);
+  CHECK(t.requests[0].prefix_blocks == std::vector<std::uint64_t>{0, 1});
+  CHECK(t.requests[1].prefix_blocks == std::vector<std::uint64_t>{46, 47, 48});
+  CHECK(t.requests[2].prefix_blocks.empty());
+  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n", "m.jsonl"); }),
+                 "m.jsonl: line 1: /hash_ids: 3 block ids for input_length 600, at most 2 at Mooncake's 512 tokens per block"));
+  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [-1]}\n", "m.jsonl"); }),
+                 "line 1: /hash_ids: expected non-negative integer block ids, got -1"));
+  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": 7}\n", "m.jsonl"); }),
+                 "line 1: /hash_ids: expected an array"));
 
   CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1}\n{bad\n", "m.jsonl"); }),
                  "m.jsonl: line 2, column"));
@@ -198,7 +210,10 @@ TEST_CASE("request trace: synthetic Poisson and gamma arrivals, lengths, seeds")
 
 TEST_CASE("request trace: synthetic spec errors name the parameter") {
   CHECK(contains(error_of([] { load_request_trace("synthetic:rate=5,burst=2"); }),
-                 "synthetic:rate=5,burst=2: burst: unknown parameter (known: n, rate, arrival, cv, prompt, output, seed)"));
+                 "synthetic:rate=5,burst=2: burst: unknown parameter (known: n, rate, arrival, cv, prompt, output, seed, system, block)"));
+  CHECK(contains(error_of([] { load_request_trace("synthetic:system=big"); }), "system: expected TOKENS[:COUNT]"));
+  CHECK(contains(error_of([] { load_request_trace("synthetic:system=512:0"); }), "system: expected TOKENS[:COUNT]"));
+  CHECK(contains(error_of([] { load_request_trace("synthetic:system="); }), "system: expected TOKENS[:COUNT]"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:rate=fast"); }), "rate: expected a number, got \"fast\""));
   CHECK(contains(error_of([] { load_request_trace("synthetic:rate=0"); }), "rate: value 0 out of range"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:cv=2"); }), "cv: applies only to arrival=gamma"));
@@ -207,6 +222,29 @@ TEST_CASE("request trace: synthetic spec errors name the parameter") {
   CHECK(contains(error_of([] { load_request_trace("synthetic:n=5,n=6"); }), "n: given twice"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:n"); }), "expected key=value"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:seed=-1"); }), "seed: expected an unsigned"));
+}
+
+TEST_CASE("request trace: synthetic shared system prompts carry prefix blocks") {
+  RequestTrace t = load_request_trace("synthetic:n=200,system=100:3,block=16,prompt=fixed:40,output=fixed:5,seed=2");
+  CHECK(t.prefix_block_tokens == 16);
+  std::map<std::vector<std::uint64_t>, int> systems;  // the 6 whole system-prompt blocks (96 tokens)
+  for (const Request& r : t.requests) {
+    CHECK(r.prompt_tokens == 140);
+    REQUIRE(r.prefix_blocks.size() == 9);  // ⌈140 / 16⌉
+    systems[std::vector<std::uint64_t>(r.prefix_blocks.begin(), r.prefix_blocks.begin() + 6)]++;
+  }
+  CHECK(systems.size() == 3);  // three system prompts, each drawn by about a third
+  for (const auto& [blocks, n] : systems) CHECK(n > 40);
+  // The requests' own blocks are their own.
+  std::set<std::uint64_t> own;
+  for (const Request& r : t.requests) own.insert(r.prefix_blocks.begin() + 6, r.prefix_blocks.end());
+  CHECK(own.size() == 200 * 3);
+  // Without system= there are none, and the drawn lengths are those of the same seed.
+  RequestTrace plain = load_request_trace("synthetic:n=200,prompt=lognormal:40:0.5,output=fixed:5,seed=2");
+  RequestTrace sys = load_request_trace("synthetic:n=200,system=100,prompt=lognormal:40:0.5,output=fixed:5,seed=2");
+  CHECK(plain.prefix_block_tokens == 0);
+  CHECK(plain.requests[7].prefix_blocks.empty());
+  CHECK(sys.requests[7].prompt_tokens == plain.requests[7].prompt_tokens + 100);
 }
 
 TEST_CASE("request trace: head, rate scaling and statistics") {

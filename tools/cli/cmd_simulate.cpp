@@ -218,6 +218,12 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     o << plan.engine.preset << ", " << plan.dtypes.describe() << "; ";
   o << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
     << " not hidden by the GPU (summed over replicas)\n";
+  if (r.breakdown.prompt_tokens_admitted > 0 && r.breakdown.cached_tokens + r.breakdown.prefix_evicted_blocks > 0)
+    o << "prefix cache   " << readable(static_cast<double>(r.breakdown.cached_tokens)) << " of "
+      << readable(static_cast<double>(r.breakdown.prompt_tokens_admitted)) << " admitted prompt tokens found cached"
+      << f(" (hit rate %.1f%%)", 100.0 * static_cast<double>(r.breakdown.cached_tokens) / static_cast<double>(r.breakdown.prompt_tokens_admitted))
+      << ", not prefilled; " << r.breakdown.prefix_evicted_blocks << " blocks evicted for room (dispatch "
+      << to_string(plan.engine.dispatch) << ")\n";
 
   const ServingBreakdown& b = r.breakdown;
   const Degrees& d = r.disagg.on ? plan.decode().deg : plan.deg;  // the decode pool's experts and pipeline

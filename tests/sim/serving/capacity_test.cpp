@@ -149,7 +149,7 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
 TEST_CASE("SLO stop: the allowance is the most misses a run can hold and still meet the goal") {
   // Built from n requests, every one over a bound or none; the percentile's own rank decides.
   for (long n : {1L, 7L, 100L, 101L, 1000L, 65536L}) {
-    std::vector<Request> reqs(static_cast<std::size_t>(n), Request{0.0, 10, 5});
+    std::vector<Request> reqs(static_cast<std::size_t>(n), Request{0.0, 10, 5, {}});
     for (const char* text : {"p50", "p90", "p99"}) {
       const SloGoal goal = parse_slo_goal(text, 1.0, 1.0, "test");
       const SloStop st = goal.stop_when_missed(reqs, 1e9, ServingOptions{});

@@ -34,7 +34,7 @@ const ModelSpec& mixtral() {
 RequestTrace one_request(int prompt, int output) {
   RequestTrace t;
   t.source = "test";
-  t.requests.push_back(Request{0.0, prompt, output});
+  t.requests.push_back(Request{0.0, prompt, output, {}});
   return t;
 }
 

@@ -231,8 +231,8 @@ TEST_CASE("scheduler: TensorRT-LLM places a request on the attention-DP rank wit
   // One long prompt, then short ones: by active prompt tokens the short ones all go to the other
   // rank until it holds as many tokens; by sequence count (vLLM) they alternate.
   RequestTrace t;
-  t.requests.push_back(Request{0, 3000, 50});
-  for (int i = 0; i < 20; ++i) t.requests.push_back(Request{0, 100, 50});
+  t.requests.push_back(Request{0, 3000, 50, {}});
+  for (int i = 0; i < 20; ++i) t.requests.push_back(Request{0, 100, 50, {}});
   auto groups = [&](const char* sched) {
     Composition c = compositions("qwen3-30b-a3b", std::string("tp=4,attn_dp=2,ep=8,scheduler=") + sched, t);
     int other = 0;
@@ -247,7 +247,7 @@ TEST_CASE("scheduler: SGLang's DP controller sends requests to the attention-DP 
   // Every request starts on rank (arrival index mod 2), whatever the ranks' loads; a rank whose
   // queue head waits does not hold back the other rank's queue.
   RequestTrace t;
-  for (int i = 0; i < 40; ++i) t.requests.push_back(Request{0.01 * i, i % 4 == 0 ? 3000 : 100, 50});
+  for (int i = 0; i < 40; ++i) t.requests.push_back(Request{0.01 * i, i % 4 == 0 ? 3000 : 100, 50, {}});
   Composition s = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=sglang", t);
   for (std::size_t i = 0; i < s.result.requests.size(); ++i) {
     CAPTURE(i);
@@ -257,7 +257,7 @@ TEST_CASE("scheduler: SGLang's DP controller sends requests to the attention-DP 
   // Rank 0's second long prompt waits for KV room; rank 1's requests behind it in arrival order
   // start at once.
   RequestTrace tight;
-  for (int p : {3000, 100, 3000, 100, 100, 100}) tight.requests.push_back(Request{0, p, 50});
+  for (int p : {3000, 100, 3000, 100, 100, 100}) tight.requests.push_back(Request{0, p, 50, {}});
   Composition k = compositions("qwen3-30b-a3b", "tp=4,attn_dp=2,ep=8,scheduler=sglang,kv_block=1", tight, 4500);
   const auto& q = k.result.requests;
   CHECK(q[2].admitted >= q[0].finish);
