@@ -33,6 +33,15 @@ bool ModelSpec::is_moe_layer(int layer) const {
   return !std::binary_search(dense_layers.begin(), dense_layers.end(), layer);
 }
 
+ModelSpec draft_head_model(const ModelSpec& m) {
+  ModelSpec d = m;
+  d.name = m.name + " draft head";
+  d.layers = 1;
+  d.dense_layers.clear();
+  if (!m.is_moe_layer(m.layers - 1)) d.dense_layers.push_back(0);
+  return d;
+}
+
 int ModelSpec::num_moe_layers() const {
   if (!is_moe()) return 0;
   int dense = 0;

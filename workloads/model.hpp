@@ -104,6 +104,9 @@ bool is_hf_config(const json& j);
 // a Hugging Face config.json (recognised by its "model_type"/"architectures" keys).
 ModelSpec load_model(const std::string& spec);
 ModelSpec model_from_json(const json& j, const std::string& source);
+// The one-layer model a speculative-decoding draft head runs as (DeepSeek-V3's MTP module, an
+// EAGLE head): one layer of `m`'s last kind (MoE or dense) between `m`'s embedding and LM head.
+ModelSpec draft_head_model(const ModelSpec& m);
 json model_to_json(const ModelSpec& m);
 // Imports a Hugging Face config.json: model_type (or architectures[0]) mixtral, qwen2_moe,
 // qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, llama4 / llama4_text (text_config), gpt_oss, dbrx,

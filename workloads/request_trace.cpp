@@ -344,37 +344,75 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
     systems = b;
   }
   const int block = static_cast<int>(p.integer_or("block", 16, 1, 1 << 16));
+  // turns=T: conversations of T turns; turn k's prompt is the conversation so far (earlier
+  // prompts and answers) and a new message of the drawn prompt length, sent an exponential think
+  // time (mean `think` seconds) after the previous turn's arrival.
+  const int turns = static_cast<int>(p.integer_or("turns", 1, 1, 1000));
+  if (p.has("think") && turns == 1) p.fail("think", "applies only to turns > 1");
+  const double think = p.number_or("think", 30.0, 0.0, 1e6);
   p.finish();
 
   // Separate streams, so changing one distribution leaves the other columns unchanged.
   SplitMix64 arrivals(hash_combine(seed, 1)), prompts(hash_combine(seed, 2)), outputs(hash_combine(seed, 3));
   double shape = 1.0 / (cv * cv);
+  SplitMix64 pick(hash_combine(seed, 4)), thinking(hash_combine(seed, 5));
+  const bool prefixed = system_tokens > 0 || turns > 1;
   RequestTrace t;
   t.source = spec;
-  t.requests.resize(static_cast<std::size_t>(n));
+  t.prefix_block_tokens = prefixed ? block : 0;
+  t.requests.reserve(static_cast<std::size_t>(n));
+  const double session_rate = rate / turns;  // conversations start at this rate: requests arrive at about `rate`
   double clock = 0;
-  for (std::size_t i = 0; i < t.requests.size(); ++i) {
-    if (i > 0) {
-      if (arrival == "poisson") clock += arrivals.exponential() / rate;
-      else if (arrival == "gamma") clock += arrivals.gamma(shape) / (shape * rate);
-      else clock += 1.0 / rate;
+  for (std::uint64_t s = 0; static_cast<long>(t.requests.size()) < n; ++s) {
+    if (s > 0) {
+      if (arrival == "poisson") clock += arrivals.exponential() / session_rate;
+      else if (arrival == "gamma") clock += arrivals.gamma(shape) / (shape * session_rate);
+      else clock += 1.0 / session_rate;
     }
-    t.requests[i] = {clock, prompt.sample(prompts, 1), output.sample(outputs, 1), {}};
-  }
-  if (system_tokens > 0) {
-    SplitMix64 pick(hash_combine(seed, 4));
-    t.prefix_block_tokens = block;
-    for (std::size_t i = 0; i < t.requests.size(); ++i) {
-      Request& r = t.requests[i];
-      const std::uint64_t sys = static_cast<std::uint64_t>(pick.uniform() * static_cast<double>(systems));
-      r.prompt_tokens = static_cast<int>(std::min<long>(r.prompt_tokens + system_tokens, 1L << 30));
-      const long shared = system_tokens / block, all = (r.prompt_tokens + block - 1) / block;
-      for (long j = 0; j < all; ++j)  // the system prompt's whole blocks, then the request's own
-        r.prefix_blocks.push_back(j < shared ? hash_combine(hash_combine(0x737973ULL, sys), static_cast<std::uint64_t>(j))
-                                             : hash_combine(hash_combine(seed, i + 1), static_cast<std::uint64_t>(j) << 1 | 1));
+    const std::uint64_t sys = system_tokens > 0 ? static_cast<std::uint64_t>(pick.uniform() * static_cast<double>(systems)) : 0;
+    long history = system_tokens;  // tokens before this turn's new message
+    double at = clock;
+    for (int k = 0; k < turns && static_cast<long>(t.requests.size()) < n; ++k) {
+      if (k > 0) at += think * thinking.exponential();
+      Request r{at, 0, 0, {}};
+      const long message = prompt.sample(prompts, 1);
+      r.output_tokens = output.sample(outputs, 1);
+      r.prompt_tokens = static_cast<int>(std::min<long>(history + message, 1L << 30));
+      if (prefixed) {
+        // The prompt's and its answer's blocks (the next turn repeats both): the system prompt's
+        // whole blocks, then the conversation's own.
+        const long shared = system_tokens / block, all = (r.prompt_tokens + r.output_tokens + block - 1) / block;
+        for (long j = 0; j < all; ++j)
+          r.prefix_blocks.push_back(j < shared ? hash_combine(hash_combine(0x737973ULL, sys), static_cast<std::uint64_t>(j))
+                                               : hash_combine(hash_combine(seed, s + 1), static_cast<std::uint64_t>(j) << 1 | 1));
+      }
+      history = std::min<long>(history + message + r.output_tokens, 1L << 30);
+      t.requests.push_back(std::move(r));
     }
   }
+  if (turns > 1)  // in arrival order; the first at 0 already
+    std::stable_sort(t.requests.begin(), t.requests.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
   return t;
+}
+
+PrefixReuse prefix_reuse(const RequestTrace& trace) {
+  PrefixReuse u;
+  u.block_tokens = trace.prefix_block_tokens;
+  if (u.block_tokens <= 0) return u;
+  std::unordered_set<std::uint64_t> seen;
+  for (const Request& r : trace.requests) {
+    u.prompt_tokens += r.prompt_tokens;
+    if (r.prefix_blocks.empty()) continue;
+    ++u.requests_with_blocks;
+    const std::size_t usable = std::min(r.prefix_blocks.size(), static_cast<std::size_t>(std::max(0, r.prompt_tokens - 1) / u.block_tokens));
+    std::size_t run = 0;
+    while (run < usable && seen.count(r.prefix_blocks[run])) ++run;
+    u.reusable_tokens += static_cast<std::int64_t>(run) * u.block_tokens;
+    const std::size_t whole = std::min(r.prefix_blocks.size(), static_cast<std::size_t>((r.prompt_tokens + r.output_tokens) / u.block_tokens));
+    seen.insert(r.prefix_blocks.begin(), r.prefix_blocks.begin() + static_cast<std::ptrdiff_t>(whole));
+  }
+  u.distinct_blocks = static_cast<std::int64_t>(seen.size());
+  return u;
 }
 
 // ---- helpers and statistics ----

@@ -27,9 +27,11 @@ struct Request {
   double arrival_s = 0;   // seconds after the first request of the trace
   int prompt_tokens = 0;  // ≥ 1
   int output_tokens = 0;  // ≥ 0: generated tokens
-  // The prompt's blocks of RequestTrace::prefix_block_tokens tokens, each named by an id standing
+  // The request's blocks of RequestTrace::prefix_block_tokens tokens, each named by an id standing
   // for the whole prefix up to it (Mooncake's hash_ids): equal leading ids = a shared prefix, which
-  // an engine's prefix cache serves (sim/serving/prefix_cache.hpp). Empty: no prefix structure.
+  // an engine's prefix cache serves (sim/serving/prefix_cache.hpp). The prompt's blocks (Mooncake),
+  // or the prompt's and its answer's (synthetic conversations: the next turn repeats both, and the
+  // engines cache generated blocks too). Empty: no prefix structure.
   std::vector<std::uint64_t> prefix_blocks;
 };
 
@@ -62,7 +64,12 @@ RequestTrace parse_mooncake_jsonl(std::string_view text, const std::string& sour
 //   system=TOKENS[:COUNT]           every prompt starts with one of COUNT (1) shared system prompts
 //                                   of TOKENS tokens, added to its drawn length; its blocks carry
 //                                   prefix ids (Request::prefix_blocks), so a prefix cache serves them
-//   block=16                        tokens per prefix block (with system=)
+//   turns=1                         conversations of this many turns: turn k's prompt is the whole
+//                                   conversation so far plus a new message of the drawn prompt length
+//                                   (its blocks shared with the earlier turns); conversations start at
+//                                   rate/turns per second, so requests arrive at about `rate`
+//   think=30                        mean seconds (exponential) between a conversation's turns (turns > 1)
+//   block=16                        tokens per prefix block (with system= or turns > 1)
 // Length distributions: fixed:N | uniform:LO:HI (inclusive) | lognormal:MEAN:SIGMA[:MAX]
 // (MEAN is the arithmetic mean, SIGMA the standard deviation of the log; samples are rounded
 // and clamped to [1, MAX], MAX defaulting to 1,000,000). Prompts are ≥ 1 token, outputs ≥ 1.
@@ -85,6 +92,20 @@ struct Distribution {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // nearest-rank percentiles
 };
 Distribution distribution_of(std::vector<double> values);
+
+// How much of a trace's prompts a prefix cache could serve: requests in arrival order, each block
+// computed once and never evicted (an unbounded cache on one replica; a request's blocks, its
+// answer's included, cached as soon as it arrives), hits at most all but the prompt's last token,
+// whole blocks only — the ceiling any engine's hit rate stays under.
+struct PrefixReuse {
+  int block_tokens = 0;                 // RequestTrace::prefix_block_tokens (0: no prefix structure)
+  std::int64_t prompt_tokens = 0;       // all requests'
+  std::int64_t reusable_tokens = 0;     // found in that cache
+  std::int64_t distinct_blocks = 0;
+  std::int64_t requests_with_blocks = 0;
+  double ceiling() const { return prompt_tokens > 0 ? static_cast<double>(reusable_tokens) / static_cast<double>(prompt_tokens) : 0; }
+};
+PrefixReuse prefix_reuse(const RequestTrace& trace);
 
 struct RequestTraceStats {
   std::size_t count = 0;

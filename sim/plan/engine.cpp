@@ -86,6 +86,20 @@ A2aKernel parse_a2a(const std::string& v, const std::string& source, const std::
   throw InputError(source, field, "unknown all-to-all kind \"" + v + "\" (expected auto, per-node or per-rank)");
 }
 
+// "0.9" or "0.9:0.7:0.5": per draft position, each in [0, 1], at most 16.
+std::vector<double> parse_acceptance(const std::string& v, const std::string& source, const std::string& field) {
+  std::vector<double> out;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t colon = v.find(':', from);
+    out.push_back(parse_real_in(v.substr(from, colon == std::string::npos ? std::string::npos : colon - from), source, field, 0, 1));
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  if (out.size() > 16) throw InputError(source, field, "at most 16 acceptance rates (one per draft position), got " + std::to_string(out.size()));
+  return out;
+}
+
 Dispatch parse_dispatch(const std::string& v, const std::string& source, const std::string& field) {
   if (v == "round-robin") return Dispatch::RoundRobin;
   if (v == "prefix") return Dispatch::PrefixAffinity;
@@ -123,6 +137,8 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "two_batch_overlap") e.two_batch_overlap = parse_bool(v, source, field);
   else if (key == "comm_sms") e.comm_sms = static_cast<int>(parse_int_in(v, source, field, 0, 1024));
   else if (key == "prefix_cache") e.prefix_cache = parse_bool(v, source, field);
+  else if (key == "spec_tokens") e.spec_tokens = static_cast<int>(parse_int_in(v, source, field, 0, 16));
+  else if (key == "spec_accept") e.spec_accept = parse_acceptance(v, source, field);
   else if (key == "dispatch") e.dispatch = parse_dispatch(v, source, field);
   else if (key == "launch_overhead_us") e.launch_overhead = parse_real_in(v, source, field, 0, 1e5) * 1e-6;
   else if (key == "step_overhead_ms") e.step_overhead = parse_real_in(v, source, field, 0, 1e4) * 1e-3;
@@ -139,7 +155,8 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
                                  "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
-                                 "a2a",             "comm_sms",         "prefix_cache",     "dispatch"};
+                                 "a2a",             "comm_sms",         "prefix_cache",     "dispatch",
+                                 "spec_tokens",     "spec_accept"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -152,6 +169,12 @@ std::string num(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.12g", x);
   return buf;
+}
+
+std::string acceptance_text(const std::vector<double>& a) {
+  std::string s;
+  for (double x : a) s += (s.empty() ? "" : ":") + num(x);
+  return s;
 }
 
 // Every field as compact-string items, in a fixed order.
@@ -176,7 +199,9 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"a2a", to_string(e.a2a)},
           {"comm_sms", std::to_string(e.comm_sms)},
           {"prefix_cache", e.prefix_cache ? "on" : "off"},
-          {"dispatch", to_string(e.dispatch)}};
+          {"dispatch", to_string(e.dispatch)},
+          {"spec_tokens", std::to_string(e.spec_tokens)},
+          {"spec_accept", acceptance_text(e.spec_accept)}};
 }
 
 }  // namespace
@@ -268,7 +293,7 @@ json engine_to_json(const EngineSettings& e) {
   json j;
   j["preset"] = e.preset;
   for (const auto& [k, v] : items(e)) {
-    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a" || k == "dispatch") j[k] = v;
+    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a" || k == "dispatch" || k == "spec_accept") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
     else if (k == "prefix_cache") j[k] = e.prefix_cache;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;

@@ -82,6 +82,13 @@ struct EngineSettings {
   // traces with prefix blocks (Mooncake hash_ids, synthetic system=).
   bool prefix_cache = true;
   Dispatch dispatch = Dispatch::RoundRobin;
+  // Speculative decoding with a one-layer draft head (DeepSeek-V3's MTP module, an EAGLE head):
+  // `spec_tokens` draft tokens per decode step, each proposed by one pass of the head (one more
+  // layer of the model's last kind, sharing its embedding and LM head) and verified together by
+  // the next step; draft i is accepted with probability spec_accept[i] once the ones before it
+  // were (the last value repeats). 0 = off. docs/engines.md "Speculative decoding".
+  int spec_tokens = 0;
+  std::vector<double> spec_accept = {0.85};
   double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
   double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
   double seq_overhead = 2e-6;    // host seconds per sequence in the iteration

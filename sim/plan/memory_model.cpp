@@ -119,6 +119,14 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     }
     st.embed = s == 0;
     st.lm_head = s == d.pp - 1;
+    // Speculative decoding's draft head (EngineSettings::spec_tokens): one more layer of the
+    // model's last kind beside the LM head, with its own KV, and its 2h → h input projection
+    // (DeepSeek-V3's MTP module; an EAGLE head).
+    const bool head = st.lm_head && plan.engine.spec_tokens > 0;
+    if (head) {
+      const LayerWeights lw = layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1));
+      w += lw.attention + lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router + 2.0 * h * h / std::max(d.tp, 1);
+    }
     double vh = static_cast<double>(m.vocab) * h;
     if (st.embed) w += split(vh, plan.shard(Op::Embed), d.tp);
     if (st.lm_head && !(m.tied_embeddings && st.embed)) w += split(vh, plan.shard(Op::LmHead), d.tp) + h;
@@ -126,7 +134,7 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     st.activations = layer_act + (st.lm_head ? logits : 0);
     st.comm_buffers = (any_group ? kNcclBuffers : 0) + ep_buffers;
     st.runtime = plan.engine.runtime_reserve;
-    st.kv_per_token = kv_layer * st.layers;
+    st.kv_per_token = kv_layer * (st.layers + (head ? 1 : 0));
     st.usable = usable_bytes(plan.engine, r.hbm, st.static_bytes());
     double room = st.usable - st.static_bytes() - st.kv_per_token * plan.engine.max_context;
     if (room < best_room) {

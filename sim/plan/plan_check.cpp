@@ -144,6 +144,12 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   if (b.prefill_chunk > b.max_batch_tokens)
     v.push_back({"/engine/prefill_chunk", "prefill_chunk=" + s(b.prefill_chunk) + " exceeds max_batch_tokens=" +
                                                 s(b.max_batch_tokens)});
+  if (b.spec_tokens > 0 && d.pp > 1)  // the draft head runs beside the LM head; SGLang and TensorRT-LLM's MTP run without PP
+    v.push_back({"/engine/spec_tokens", "spec_tokens=" + s(b.spec_tokens) + " with pp=" + s(d.pp) +
+                                            ": speculative decoding is modelled without pipeline parallelism"});
+  if (b.spec_tokens > 0 && b.max_batch_tokens < 1 + b.spec_tokens)
+    v.push_back({"/engine/spec_tokens", "spec_tokens=" + s(b.spec_tokens) + ": a decode step of one sequence needs " +
+                                            s(1 + b.spec_tokens) + " tokens, above max_batch_tokens=" + s(b.max_batch_tokens)});
   if (m.max_positions > 0 && b.max_context > m.max_positions)
     v.push_back({"/engine/max_context", "max_context=" + s(b.max_context) + " exceeds the model's " +
                                               s(m.max_positions) + " positions"});

@@ -59,6 +59,10 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   j["decode_tokens"] = b.decode_tokens;
   j["preemptions"] = b.preemptions;
   j["recomputed_tokens"] = b.recomputed_tokens;
+  if (b.spec_steps > 0)
+    j["speculative"] = {{"decode_steps", b.spec_steps},
+                        {"tokens", b.spec_tokens},
+                        {"tokens_per_step", static_cast<double>(b.spec_tokens) / static_cast<double>(b.spec_steps)}};
   if (b.prompt_tokens_admitted > 0 && b.cached_tokens + b.prefix_evicted_blocks > 0) {  // a prefix cache was in play
     j["prefix_cache"] = {{"cached_tokens", b.cached_tokens},
                          {"admitted_prompt_tokens", b.prompt_tokens_admitted},

@@ -45,16 +45,15 @@ int Scheduler::place(const Seq& s, long need, const ReplicaQueues& q) const {
   return least(s, need, q, [](int) { return true; }, [&q](int g) { return q.seqs_in_group[static_cast<std::size_t>(g)]; });
 }
 
-void Scheduler::add_decode(Seq& s, ReplicaBatch& batch, StepWork& work) {
-  batch.groups[static_cast<std::size_t>(s.group)].push_back(
-      SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx), 1, static_cast<int>(s.ctx), true});
+void Scheduler::add_decode(Seq& s, ReplicaBatch& batch, StepWork& work) const {
+  batch.groups[static_cast<std::size_t>(s.group)].push_back(SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.ctx),
+                                                                    1 + eng_.spec_tokens, static_cast<int>(s.ctx), true, eng_.spec_tokens});
   work.emplace_back(&s, 1);
 }
 
 void Scheduler::add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work) {
   batch.groups[static_cast<std::size_t>(s.group)].push_back(
-      SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled,
-              s.prefilled + chunk == s.prompt});
+      SeqWork{static_cast<std::uint32_t>(s.req), static_cast<std::uint32_t>(s.prefilled), chunk, s.prefilled, s.prefilled + chunk == s.prompt, 0});
   work.emplace_back(&s, chunk);
 }
 
@@ -75,7 +74,7 @@ void Scheduler::take(std::span<Seq> running, ReplicaBatch& batch, StepWork& work
       if (s.prefilling()) continue;
       if (budget <= 0) break;
       add_decode(s, batch, work);
-      --budget;
+      budget -= 1 + eng_.spec_tokens;
     }
   if (prefill)
     for (auto& s : running) {  // in admission order

@@ -123,8 +123,9 @@ class Scheduler {
       if (fits(s, g, need, q) && ok(g) && (best < 0 || key(g) < key(best))) best = g;
     return best;
   }
-  // Adds `s` to its group's list in `batch` and to `work`: one decode token, or `chunk` prompt tokens.
-  static void add_decode(Seq& s, ReplicaBatch& batch, StepWork& work);
+  // Adds `s` to its group's list in `batch` and to `work`: one decode token (and the engine's
+  // speculative drafts to verify, EngineSettings::spec_tokens), or `chunk` prompt tokens.
+  void add_decode(Seq& s, ReplicaBatch& batch, StepWork& work) const;
   static void add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work);
 
   const EngineSettings& eng_;

@@ -18,6 +18,7 @@
 #include "sim/serving/prefix_cache.hpp"
 #include "sim/serving/scheduler.hpp"
 #include "sim/serving/step_costs.hpp"
+#include "sim/serving/step_fit.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "sim/step/link_traffic.hpp"
 #include "sim/step/lowering.hpp"
@@ -70,6 +71,10 @@ class ReplicaSim {
              const std::shared_ptr<const ExpertLayout>& experts, const RequestTrace& trace, ServingResult& out)
       : replica_(replica), eng_(plan.engine), trace_(trace),
         lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan, model))),
+        draft_model_(plan.engine.spec_tokens > 0 ? draft_head_model(model) : ModelSpec{}),
+        draft_(plan.engine.spec_tokens > 0
+                   ? std::make_unique<Lowering>(plan, draft_model_, cluster, routing, replica, folded(opt, experts, 1))
+                   : nullptr),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))
                       : nullptr),
@@ -281,7 +286,8 @@ class ReplicaSim {
     s.ctx = tokens;
   }
 
-  // A prompt just prefilled: its whole blocks join its group's prefix cache, referenced by it.
+  // A prompt just prefilled: its whole blocks join its group's prefix cache, referenced by it (its
+  // answer's whole blocks join when it is released).
   void cache_prompt(Seq& s) {
     if (prefix_.empty()) return;
     PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
@@ -310,8 +316,9 @@ class ReplicaSim {
     bool preempted = false;
     for (std::size_t i = begin_[static_cast<std::size_t>(e)]; i < begin_[static_cast<std::size_t>(e) + 1]; ++i) {
       Seq& s = running_[i];
-      if (s.req < 0 || s.prefilled < s.prompt || s.ctx + 1 <= s.kv) continue;
-      long more = sched_->blocks(s.ctx + 1) - s.kv;
+      const long step_kv = s.ctx + 1 + eng_.spec_tokens;  // a verify step writes its drafts' KV too
+      if (s.req < 0 || s.prefilled < s.prompt || step_kv <= s.kv) continue;
+      long more = sched_->blocks(step_kv) - s.kv;
       auto& used = kv_used_[static_cast<std::size_t>(s.group)];
       if (used + more > kv_capacity_) materialize_all();  // runs' pre-allocations are not real use
       while (used + more > kv_capacity_ && s.req >= 0) {
@@ -333,7 +340,14 @@ class ReplicaSim {
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
   void release(Seq& s) {
     ++frees_;
-    if (s.held > 0) {  // its prompt's blocks stay cached, evictable
+    if (!prefix_.empty() && s.prefilled >= s.prompt) {  // its whole blocks, answer's too where named, stay cached, evictable
+      PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
+      const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
+      const int whole = std::min(static_cast<int>(blocks.size()), static_cast<int>(s.ctx / cache.block_tokens()));
+      if (whole > s.held) cache.hold(std::span<const std::uint64_t>(blocks).subspan(static_cast<std::size_t>(s.held)), whole - s.held);
+      s.held = std::max(s.held, whole);
+    }
+    if (s.held > 0) {
       prefix_[static_cast<std::size_t>(s.group)].release(trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks, s.held);
       s.held = 0;
     }
@@ -485,7 +499,10 @@ class ReplicaSim {
   void arm(int e, int seqs, bool all_decode) {
     const bool recording = timeline_pending();  // no fast-forward past or through recorded steps
     const ShapeKey& last_key = costs_.last_key();
-    if (!opt_.fast_forward || !costs_.memoises() || recording || !all_decode || seqs > eng_.max_batch_tokens) return;
+    // (speculative decoding emits a varying number of tokens a step: every step is built)
+    if (!opt_.fast_forward || !costs_.memoises() || recording || !all_decode || seqs > eng_.max_batch_tokens ||
+        eng_.spec_tokens > 0)
+      return;
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
     long min_left = std::numeric_limits<long>::max();
     int total = 0;
@@ -576,7 +593,30 @@ class ReplicaSim {
     AttentionCost a;
     for (double st : t.stage_time) a.critical += st;
     a.busy = t.busy[static_cast<std::size_t>(OpClass::Attention)];
+    if (draft_ && draft_batch_of(batch)) {  // the draft head's passes attend over the contexts too
+      draft_->lower_attention(draft_batch_, attention_program_);
+      const StepTiming d = ex_.run(attention_program_);
+      for (double st : d.stage_time) a.critical += eng_.spec_tokens * st;
+      a.busy += eng_.spec_tokens * d.busy[static_cast<std::size_t>(OpClass::Attention)];
+    }
     return a;
+  }
+
+  // The batch one draft-head pass runs (draft_batch_): every sequence of `batch` that decodes, one
+  // token on its context and the token it emits; false when none decodes.
+  bool draft_batch_of(const ReplicaBatch& batch) {
+    draft_batch_.groups.resize(batch.groups.size());
+    bool any = false;
+    for (std::size_t g = 0; g < batch.groups.size(); ++g) {
+      auto& out = draft_batch_.groups[g];
+      out.clear();
+      for (const SeqWork& w : batch.groups[g]) {
+        if (w.draft <= 0 || !w.decodes()) continue;
+        out.push_back(SeqWork{w.request, w.first_pos + 1, 1, w.context + 1, true, 0});
+        any = true;
+      }
+    }
+    return any;
   }
 
   // The step's timing as the run uses it. A recorded step (`record`) is timed exactly as it would
@@ -587,6 +627,11 @@ class ReplicaSim {
     auto execute = [&] {
       lowering_for(batch, record && !apart).lower(batch, program_);
       StepTiming t = ex_.run(program_, record && !apart ? &events : nullptr);
+      if (draft_ && draft_batch_of(batch)) {  // then spec_tokens passes of the draft head, one after another
+        draft_->lower(draft_batch_, draft_program_);
+        const StepTiming d = ex_.run(draft_program_);
+        t = weighted({{&t, 1.0}, {&d, static_cast<double>(eng_.spec_tokens)}});
+      }
       if (!eng_.cuda_graphs) t.kernels = kernels_per_step(program_);  // only launches need it
       if (links_) {
         const LinkTraffic lt = links_->count(program_);
@@ -635,8 +680,15 @@ class ReplicaSim {
         if (s->prefilled < s->prompt) continue;
         cache_prompt(*s);
       } else {
-        s->ctx += 1;
-        out_.breakdown.decode_tokens += 1;
+        const int n = accepted(*s);  // 1, or with speculative drafts 1 + those accepted
+        s->ctx += n;
+        s->generated += n - 1;
+        emitted += n - 1;
+        out_.breakdown.decode_tokens += n;
+        if (eng_.spec_tokens > 0) {
+          out_.breakdown.spec_steps += 1;
+          out_.breakdown.spec_tokens += n;
+        }
       }
       s->generated += 1;
       ++emitted;
@@ -655,6 +707,25 @@ class ReplicaSim {
     }
     if (emitted > 0) out_.emissions.push_back({end, emitted});
     compact(e);
+  }
+
+  // Tokens a decoding sequence's step emits: 1, and with speculative decoding (spec_tokens = K)
+  // the drafts accepted before the first rejection — draft i accepted with probability
+  // spec_accept[i] (the last value repeats) — at most what it has left to generate. The draws are
+  // a hash of the request's index and its position (the step's), so a run repeats exactly.
+  int accepted(const Seq& s) const {
+    const int k = eng_.spec_tokens;
+    if (k <= 0) return 1;
+    const int left = std::max(1, s.output - s.generated);
+    int n = 1;
+    const std::uint64_t at = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.req)) << 32) ^ static_cast<std::uint64_t>(s.ctx);
+    for (int i = 0; i < k && n < left; ++i) {
+      const double p = eng_.spec_accept[static_cast<std::size_t>(std::min<int>(i, static_cast<int>(eng_.spec_accept.size()) - 1))];
+      const std::uint64_t bits = hash_combine(hash_combine(0x73706563ULL, at), static_cast<std::uint64_t>(i));
+      if (static_cast<double>(bits >> 11) * 0x1.0p-53 >= p) break;
+      ++n;
+    }
+    return n;
   }
 
   // ServingOptions::slo_stop: counts request r against the goal's allowances when its first token
@@ -731,6 +802,10 @@ class ReplicaSim {
   const EngineSettings& eng_;
   const RequestTrace& trace_;  // the requests' prefix blocks
   Lowering lowering_;
+  ModelSpec draft_model_;               // speculative decoding's draft head as a model (draft_head_model)
+  std::unique_ptr<Lowering> draft_;     // its lowering, when EngineSettings::spec_tokens > 0
+  StepProgram draft_program_;
+  ReplicaBatch draft_batch_;
   std::unique_ptr<Lowering> unfolded_;  // timeline steps show every layer
   std::unique_ptr<Lowering> large_;  // steps routing many tokens, when they fold further
   std::unique_ptr<LinkTrafficCounter> links_;  // ServingOptions::link_traffic

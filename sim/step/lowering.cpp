@@ -390,7 +390,7 @@ class Lowering::WholeStep {
     for (int a = 0; a < A_ && a < static_cast<int>(batch_.groups.size()); ++a)
       for (const auto& sq : batch_.groups[static_cast<std::size_t>(a)]) {
         T_[a] += sq.new_tokens;
-        emit_[a] += sq.emits ? 1 : 0;
+        emit_[a] += sq.emits ? 1 + sq.draft : 0;  // a verify step takes logits at every draft too
       }
   }
 
@@ -406,7 +406,8 @@ class Lowering::WholeStep {
     node_level_ = lo_.node_level(batch_);  // node-level all-to-alls (EngineSettings::a2a)
     const std::size_t nodes = node_level_ ? static_cast<std::size_t>(lo_.unit_nodes_.nodes) : 0;
     for (LayerRouting& L : routing_) L.reset(static_cast<std::size_t>(U_), static_cast<std::size_t>(lo_.experts_->slots()), nodes);
-    BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == m_.num_moe_layers(), tp_, d_.etp, U_,
+    // (every layer of the source: a draft head's model has fewer MoE layers than the source routes)
+    BatchRoutingContext ctx{lo_.routing_, lo_.experts_.get(), lo_.routed_, nr == lo_.routing_->shape().moe_layers, tp_, d_.etp, U_,
                             node_level_ ? &lo_.unit_nodes_ : nullptr};
     route_batch(ctx, batch_, lo_.options_.max_routed_tokens_per_seq, routing_);
   }

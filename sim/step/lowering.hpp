@@ -48,8 +48,9 @@ struct SeqWork {
   int new_tokens = 0;          // tokens processed this step: a prefill chunk, or 1 when decoding
   int context = 0;             // tokens already in the KV cache before this step
   bool emits = false;          // produces an output token this step (decode, or the last prefill chunk)
-  // One token on a context: a decode token; anything else is (part of) a prompt chunk.
-  bool decodes() const { return new_tokens == 1 && context > 0; }
+  int draft = 0;               // speculative decoding: draft tokens verified beside the decode token (new_tokens = 1 + draft)
+  // One token (and its drafts) on a context: a decode; anything else is (part of) a prompt chunk.
+  bool decodes() const { return new_tokens == 1 + draft && context > 0; }
 };
 
 // A replica's step: the sequences of each attention-DP group (size = plan attn_dp).

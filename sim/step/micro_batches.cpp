@@ -24,7 +24,7 @@ bool split_micro_batches(const ReplicaBatch& batch, ReplicaBatch& first, Replica
       if (need <= 0) {
         second.groups[g].push_back(s);
         tokens[1] += s.new_tokens;
-      } else if (s.new_tokens <= need) {
+      } else if (s.new_tokens <= need || s.decodes()) {  // (a decode and its drafts stay whole)
         first.groups[g].push_back(s);
         tokens[0] += s.new_tokens;
       } else {  // a prompt chunk across the cut: its head in the first half, its tail in the second

@@ -146,9 +146,9 @@ struct MoeStep {
       for (int q = 0; q < 6; ++q) {
         const auto id = static_cast<std::uint32_t>(g * 6 + q);
         if (q == 0)
-          batch.groups[static_cast<std::size_t>(g)].push_back(SeqWork{id, 0, 64 + 8 * g, 0, true});  // prefill
+          batch.groups[static_cast<std::size_t>(g)].push_back(SeqWork{id, 0, 64 + 8 * g, 0, true, 0});  // prefill
         else
-          batch.groups[static_cast<std::size_t>(g)].push_back(SeqWork{id, 200, 1, 200 + q, true});  // decode
+          batch.groups[static_cast<std::size_t>(g)].push_back(SeqWork{id, 200, 1, 200 + q, true, 0});  // decode
       }
     program = low.lower(batch);
   }

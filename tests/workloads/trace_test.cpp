@@ -210,7 +210,7 @@ TEST_CASE("request trace: synthetic Poisson and gamma arrivals, lengths, seeds")
 
 TEST_CASE("request trace: synthetic spec errors name the parameter") {
   CHECK(contains(error_of([] { load_request_trace("synthetic:rate=5,burst=2"); }),
-                 "synthetic:rate=5,burst=2: burst: unknown parameter (known: n, rate, arrival, cv, prompt, output, seed, system, block)"));
+                 "synthetic:rate=5,burst=2: burst: unknown parameter (known: n, rate, arrival, cv, prompt, output, seed, system, block, turns, think)"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:system=big"); }), "system: expected TOKENS[:COUNT]"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:system=512:0"); }), "system: expected TOKENS[:COUNT]"));
   CHECK(contains(error_of([] { load_request_trace("synthetic:system="); }), "system: expected TOKENS[:COUNT]"));
@@ -230,7 +230,7 @@ TEST_CASE("request trace: synthetic shared system prompts carry prefix blocks") 
   std::map<std::vector<std::uint64_t>, int> systems;  // the 6 whole system-prompt blocks (96 tokens)
   for (const Request& r : t.requests) {
     CHECK(r.prompt_tokens == 140);
-    REQUIRE(r.prefix_blocks.size() == 9);  // ⌈140 / 16⌉
+    REQUIRE(r.prefix_blocks.size() == 10);  // ⌈(140 + 5) / 16⌉: the prompt's and its answer's blocks
     systems[std::vector<std::uint64_t>(r.prefix_blocks.begin(), r.prefix_blocks.begin() + 6)]++;
   }
   CHECK(systems.size() == 3);  // three system prompts, each drawn by about a third
@@ -238,13 +238,55 @@ TEST_CASE("request trace: synthetic shared system prompts carry prefix blocks") 
   // The requests' own blocks are their own.
   std::set<std::uint64_t> own;
   for (const Request& r : t.requests) own.insert(r.prefix_blocks.begin() + 6, r.prefix_blocks.end());
-  CHECK(own.size() == 200 * 3);
+  CHECK(own.size() == 200 * 4);
   // Without system= there are none, and the drawn lengths are those of the same seed.
   RequestTrace plain = load_request_trace("synthetic:n=200,prompt=lognormal:40:0.5,output=fixed:5,seed=2");
   RequestTrace sys = load_request_trace("synthetic:n=200,system=100,prompt=lognormal:40:0.5,output=fixed:5,seed=2");
   CHECK(plain.prefix_block_tokens == 0);
   CHECK(plain.requests[7].prefix_blocks.empty());
   CHECK(sys.requests[7].prompt_tokens == plain.requests[7].prompt_tokens + 100);
+}
+
+TEST_CASE("request trace: synthetic conversations repeat their earlier turns, and the reuse ceiling counts it") {
+  // 3 turns: turn k's prompt = the earlier turns' messages and answers + its own 100-token message.
+  RequestTrace t = load_request_trace("synthetic:n=300,turns=3,think=5,prompt=fixed:100,output=fixed:60,block=16,seed=3");
+  REQUIRE(t.requests.size() == 300);
+  std::map<int, int> by_length;
+  for (std::size_t i = 0; i < t.requests.size(); ++i) {
+    by_length[t.requests[i].prompt_tokens]++;
+    if (i > 0) CHECK(t.requests[i].arrival_s >= t.requests[i - 1].arrival_s);
+  }
+  CHECK(by_length == std::map<int, int>{{100, 100}, {260, 100}, {420, 100}});
+  // A later turn starts with its conversation's earlier blocks: each 260-token turn shares its
+  // first 6 whole blocks (96 tokens of the 100-token first message) with exactly one 100-token turn
+  // that arrived before it.
+  for (const Request& r : t.requests) {
+    if (r.prompt_tokens != 260) continue;
+    int parents = 0;
+    for (const Request& q : t.requests)
+      if (q.prompt_tokens == 100 && std::equal(q.prefix_blocks.begin(), q.prefix_blocks.begin() + 6, r.prefix_blocks.begin())) {
+        ++parents;
+        CHECK(q.arrival_s <= r.arrival_s);
+      }
+    CHECK(parents == 1);
+  }
+  // The ceiling: every whole block of the earlier turns, answers included, is found again.
+  const PrefixReuse u = prefix_reuse(t);
+  CHECK(u.block_tokens == 16);
+  CHECK(u.prompt_tokens == 100 * (100 + 260 + 420));
+  // Turn 2 finds turn 1's prompt and answer (160 tokens, 10 whole blocks), turn 3 turn 2's
+  // (320 tokens), turn 1 nothing.
+  CHECK(u.reusable_tokens == 100 * (160 + 320));
+  CHECK(u.ceiling() == doctest::Approx(480.0 / 780.0));
+  // One turn: the trace of before (same lengths, arrivals and system prompts).
+  RequestTrace one = load_request_trace("synthetic:n=50,turns=1,system=64:2,seed=8");
+  RequestTrace plain = load_request_trace("synthetic:n=50,system=64:2,seed=8");
+  for (std::size_t i = 0; i < 50; ++i) {
+    CHECK(one.requests[i].arrival_s == plain.requests[i].arrival_s);
+    CHECK(one.requests[i].prefix_blocks == plain.requests[i].prefix_blocks);
+  }
+  CHECK(prefix_reuse(load_request_trace("synthetic:n=50")).block_tokens == 0);
+  CHECK(contains(error_of([] { load_request_trace("synthetic:think=3"); }), "think: applies only to turns > 1"));
 }
 
 TEST_CASE("request trace: head, rate scaling and statistics") {

@@ -85,7 +85,7 @@ static void bench_simgrid(WorkerPool& one, WorkerPool& two, const ModelSpec& m, 
     ReplicaBatch b;
     b.groups.resize(1);
     for (int q = 0; q < 32 + 16 * i; ++q)
-      b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(q), 500, 1, 500, true});
+      b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(q), 500, 1, 500, true, 0});
     programs.push_back(low.lower(b));
   }
   double rate[2];
@@ -114,7 +114,7 @@ static void bench_full_step(const std::string& plan_text, int seqs) {
   ReplicaBatch b;
   b.groups.resize(static_cast<std::size_t>(p.deg.attn_dp));
   for (int q = 0; q < seqs; ++q)
-    b.groups[static_cast<std::size_t>(q % p.deg.attn_dp)].push_back(SeqWork{static_cast<std::uint32_t>(q), 1000, 1, 1000, true});
+    b.groups[static_cast<std::size_t>(q % p.deg.attn_dp)].push_back(SeqWork{static_cast<std::uint32_t>(q), 1000, 1, 1000, true, 0});
   StepProgram prog = low.lower(b);
   SimgridExecutor ex(c);
   auto t0 = std::chrono::steady_clock::now();

@@ -218,6 +218,15 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     o << plan.engine.preset << ", " << plan.dtypes.describe() << "; ";
   o << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
     << " not hidden by the GPU (summed over replicas)\n";
+  if (r.breakdown.spec_steps > 0) {
+    const EngineSettings& se = r.disagg.on ? plan.decode().engine : plan.engine;
+    std::string accept;
+    for (double a : se.spec_accept) accept += (accept.empty() ? "" : ":") + f("%g", a);
+    o << "speculative    " << se.spec_tokens << " draft token" << (se.spec_tokens == 1 ? "" : "s")
+      << " a step from a one-layer draft head (MTP), acceptance " << accept << ": "
+      << f("%.3f tokens", static_cast<double>(r.breakdown.spec_tokens) / static_cast<double>(r.breakdown.spec_steps))
+      << " per sequence and decode step, over " << r.breakdown.spec_steps << " of them\n";
+  }
   if (r.breakdown.prompt_tokens_admitted > 0 && r.breakdown.cached_tokens + r.breakdown.prefix_evicted_blocks > 0)
     o << "prefix cache   " << readable(static_cast<double>(r.breakdown.cached_tokens)) << " of "
       << readable(static_cast<double>(r.breakdown.prompt_tokens_admitted)) << " admitted prompt tokens found cached"

@@ -90,6 +90,11 @@ void print_request_stats(const RequestTrace& t, const TraceOptions& o) {
   };
   row("prompt", s.prompt);
   row("output", s.output);
+  if (const PrefixReuse u = prefix_reuse(t); u.block_tokens > 0)
+    std::printf("  prefixes      %lld requests in %lld distinct blocks of %d tokens; a cache that never evicts would\n"
+                "                serve %.1f%% of the prompt tokens (each block computed once): the ceiling of any hit rate\n",
+                static_cast<long long>(u.requests_with_blocks), static_cast<long long>(u.distinct_blocks), u.block_tokens,
+                100 * u.ceiling());
 }
 
 void print_routing_stats(const TraceOptions& o, const RequestTrace& trace, const RoutingSource& src,
@@ -199,7 +204,9 @@ void add_trace_command(CLI::App& app) {
   stats->footer(
       "Request traces: azure-conv (embedded, the default), an Azure CSV, a Mooncake JSONL file, or\n"
       "synthetic:n=1000,rate=5,arrival=poisson|gamma|constant,cv=2,prompt=lognormal:1024:1.0,output=lognormal:256:0.9,seed=1\n"
-      "(every parameter optional; lengths: fixed:N | uniform:LO:HI | lognormal:MEAN:SIGMA[:MAX]).\n"
+      "(every parameter optional; lengths: fixed:N | uniform:LO:HI | lognormal:MEAN:SIGMA[:MAX]); shared prefixes:\n"
+      "system=TOKENS[:COUNT] (system prompts), turns=T,think=30 (conversations), block=16. With prefix blocks\n"
+      "(those, or Mooncake hash_ids) the stats say how much of the prompts a prefix cache could serve.\n"
       "Routing: uniform, an .ssrt file, or synthetic:dist=dirichlet|zipf,alpha=6,zipf=0.8,domains=4,beta=0.2,\n"
       "domain_alpha=0.3,locality=0.2,affinity=0.3,fanout=4,groups=G,topk_groups=T,drift=0,drift_period=500,seed=1\n"
       "(every parameter optional; groups default to the model's). Tokens are routed request after request,\n"
@@ -208,6 +215,7 @@ void add_trace_command(CLI::App& app) {
       "  shardsim trace stats\n"
       "  shardsim trace stats --trace synthetic:rate=10,arrival=gamma,cv=3,n=5000 --rate-scale 2\n"
       "  shardsim trace stats --trace mooncake.jsonl --requests 1000\n"
+      "  shardsim trace stats --trace synthetic:n=4000,turns=4,system=2000:8\n"
       "  shardsim trace stats --routing synthetic:zipf=1.2,seed=5 --model mixtral-8x7b --ep 8\n"
       "  shardsim trace stats --routing synthetic:locality=0.5 --model deepseek-v3 --ep 32 --placement round-robin --tokens 65536\n"
       "  shardsim trace stats --routing routing.ssrt --model deepseek-v3");

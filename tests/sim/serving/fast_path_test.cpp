@@ -195,7 +195,7 @@ TEST_CASE("fast path: folded lowering stands for every layer — SimGrid program
   CHECK(moe_reps == 8);
   ReplicaBatch b;
   b.groups.resize(1);
-  for (int q = 0; q < 64; ++q) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(q), 700, 1, 700, true});
+  for (int q = 0; q < 64; ++q) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(q), 700, 1, 700, true, 0});
   StepProgram fp = folded.lower(b), xp = full.lower(b);
   CHECK(fp.ops.size() * 4 < xp.ops.size());
   AnalyticExecutor ex(c);

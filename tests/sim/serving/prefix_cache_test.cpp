@@ -124,3 +124,31 @@ TEST_CASE("prefix cache: prefix-affinity dispatch sends a prompt where its prefi
   CHECK(s.find("prefix_cache=off") != std::string::npos);
   CHECK_THROWS_AS(plan_from_string("tp=2,dp=4,dispatch=nearest", 8, plan_defaults(m)), InputError);
 }
+
+TEST_CASE("prefix cache: conversations find their earlier turns, answers included, up to the trace's ceiling") {
+  // 4-turn conversations, 30 s apart on average: one replica finds almost every earlier turn; four
+  // replicas dealt round robin find a turn's history only where it went before, prefix dispatch
+  // keeps a conversation on one replica.
+  const RequestTrace t = load_request_trace("synthetic:n=400,turns=4,think=30,rate=4,prompt=fixed:200,output=fixed:100,seed=5");
+  const double ceiling = prefix_reuse(t).ceiling();
+  CHECK(ceiling > 0.5);
+  auto hit_rate = [](const Served& s) {
+    return static_cast<double>(s.r.breakdown.cached_tokens) / static_cast<double>(s.r.breakdown.prompt_tokens_admitted);
+  };
+  const RequestTrace paced = t;  // the trace's own arrivals
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:1");
+  AnalyticExecutor ex(c);
+  ServingOptions o;
+  auto run = [&](const char* plan) {
+    Served s{serve(plan_from_string(plan, 8, plan_defaults(m)), m, c, paced, nullptr, ex, o), {}};
+    s.m = summarize(s.r, o, 8);
+    return s;
+  };
+  const Served one = run("tp=8"), rr = run("tp=2,dp=4"), aff = run("tp=2,dp=4,dispatch=prefix");
+  CHECK(one.m.completed == 400);
+  CHECK(hit_rate(one) <= ceiling + 1e-12);
+  CHECK(hit_rate(one) > 0.97 * ceiling);
+  CHECK(hit_rate(aff) > 0.97 * ceiling);
+  CHECK(hit_rate(rr) < 0.5 * hit_rate(aff));
+}

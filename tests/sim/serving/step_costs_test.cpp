@@ -20,14 +20,14 @@ namespace {
 ReplicaBatch decode_batch(int seqs, int ctx) {
   ReplicaBatch b;
   b.groups.resize(1);
-  for (int i = 0; i < seqs; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(ctx), 1, ctx, true});
+  for (int i = 0; i < seqs; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(ctx), 1, ctx, true, 0});
   return b;
 }
 
 // `seqs` decode sequences with `ctx` tokens of context plus one prompt chunk of `chunk` tokens.
 ReplicaBatch mixed_batch(int seqs, int ctx, int chunk) {
   ReplicaBatch b = decode_batch(seqs, ctx);
-  b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
+  b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true, 0});
   return b;
 }
 
@@ -36,7 +36,7 @@ ReplicaBatch spread(const std::vector<int>& ctx) {
   ReplicaBatch b;
   b.groups.resize(4);
   for (std::size_t g = 0; g < ctx.size(); ++g)
-    b.groups[g].push_back(SeqWork{static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(ctx[g]), 1, ctx[g], true});
+    b.groups[g].push_back(SeqWork{static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(ctx[g]), 1, ctx[g], true, 0});
   return b;
 }
 
@@ -246,7 +246,7 @@ TEST_CASE("step costs: a step with prompt chunks is fitted from the executed ste
   auto prefill = [](int chunk) {
     ReplicaBatch b;
     b.groups.resize(1);
-    b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true});
+    b.groups[0].push_back(SeqWork{1000, 0, chunk, 0, true, 0});
     return b;
   };
   run(prefill(1300));  // mixed neighbours aplenty, but none of its kind
@@ -264,9 +264,9 @@ TEST_CASE("step costs: under attention-DP the fit follows the tokens outside the
   auto batch = [](int chunk, int beside, int other) {
     ReplicaBatch b;
     b.groups.resize(2);
-    for (int i = 0; i < beside; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), 500, 1, 500, true});
-    b.groups[0].push_back(SeqWork{999, 0, chunk, 0, true});
-    for (int i = 0; i < other; ++i) b.groups[1].push_back(SeqWork{static_cast<std::uint32_t>(100 + i), 500, 1, 500, true});
+    for (int i = 0; i < beside; ++i) b.groups[0].push_back(SeqWork{static_cast<std::uint32_t>(i), 500, 1, 500, true, 0});
+    b.groups[0].push_back(SeqWork{999, 0, chunk, 0, true, 0});
+    for (int i = 0; i < other; ++i) b.groups[1].push_back(SeqWork{static_cast<std::uint32_t>(100 + i), 500, 1, 500, true, 0});
     return b;
   };
   auto rest = [](const ReplicaBatch& b) { return 1e-5 * b.tokens() + 5e-5 * static_cast<double>(b.groups[1].size()); };

@@ -87,8 +87,8 @@ StepProgram lowered(const std::string& model_name, const Cluster& c, const std::
   batch.groups.resize(static_cast<std::size_t>(plan.deg.attn_dp));
   std::uint32_t req = 0;
   for (auto& g : batch.groups) {
-    for (int s = 0; s < decode; ++s) g.push_back(SeqWork{req++, static_cast<std::uint32_t>(context), 1, context, true});
-    if (prefill > 0) g.push_back(SeqWork{req++, 0, prefill, 0, true});
+    for (int s = 0; s < decode; ++s) g.push_back(SeqWork{req++, static_cast<std::uint32_t>(context), 1, context, true, 0});
+    if (prefill > 0) g.push_back(SeqWork{req++, 0, prefill, 0, true, 0});
   }
   return low.lower(batch);
 }

@@ -45,7 +45,7 @@ Summary summarize(const LayerRouting& L, const ExpertLayout& ex) {
 Summary route_chunk(const RoutingSource& routing, const ExpertLayout& ex, int layer, std::uint32_t request, int tokens,
                     int window) {
   ReplicaBatch batch;
-  batch.groups.assign(1, {SeqWork{request, 0, tokens, 0, true}});
+  batch.groups.assign(1, {SeqWork{request, 0, tokens, 0, true, 0}});
   std::vector<LayerRouting> out(1);
   out[0].reset(static_cast<std::size_t>(ex.ep()), static_cast<std::size_t>(ex.slots()));
   const std::vector<int> layers = {layer};
@@ -124,9 +124,9 @@ struct PromptAndDecode {
     prompt.groups.resize(32);
     decode.groups.resize(32);
     for (std::uint32_t a = 0; a < 32; ++a) {
-      prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true});
+      prompt.groups[a].push_back(SeqWork{a, 0, 512, 0, true, 0});
       for (int d = 0; d < decoders; ++d)
-        decode.groups[a].push_back(SeqWork{100 * static_cast<std::uint32_t>(d + 1) + a, 300, 1, 300, true});
+        decode.groups[a].push_back(SeqWork{100 * static_cast<std::uint32_t>(d + 1) + a, 300, 1, 300, true, 0});
     }
   }
 };
@@ -148,7 +148,7 @@ UnitNodes grid(int nodes, int rails) {
 double node_copies_of_chunk(const RoutingSource& routing, const ExpertLayout& ex, const UnitNodes& un, std::uint32_t request,
                             int tokens, int window) {
   ReplicaBatch batch;
-  batch.groups.assign(1, {SeqWork{request, 0, tokens, 0, true}});
+  batch.groups.assign(1, {SeqWork{request, 0, tokens, 0, true, 0}});
   std::vector<LayerRouting> out(1);
   out[0].reset(static_cast<std::size_t>(ex.ep()), static_cast<std::size_t>(ex.slots()), static_cast<std::size_t>(un.nodes));
   const std::vector<int> layers = {20};

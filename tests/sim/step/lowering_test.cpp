@@ -86,7 +86,7 @@ TEST_CASE("lowering: flops of one dense layer, worked by hand") {
   Cluster c = load_cluster("dgx-h100:1");
   Plan plan = plan_from_string("tp=1", 8, {});
   Lowering low(plan, m, c, nullptr);
-  ReplicaBatch batch{{{SeqWork{0, 0, 10, 0, true}}}};
+  ReplicaBatch batch{{{SeqWork{0, 0, 10, 0, true, 0}}}};
   StepProgram p = low.lower(batch);
   CHECK(p.num_ranks() == 1);
   // QKV: 10 tokens × 64 × (4+4+4)·16 outputs × 2 flops.
@@ -108,7 +108,7 @@ TEST_CASE("lowering: TP inserts one all-reduce per block — replicated QKV inse
   Cluster c = load_cluster("dgx-h100:1");
   auto count = [&](const std::string& text, CollKind k) {
     Lowering low(plan_from_string(text, 8, {}), m, c, nullptr);
-    StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 8, 0, false}}}});
+    StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 8, 0, false, 0}}}});
     int n = 0;
     for (const auto& op : p.ops) n += op.type == OpType::Collective && op.coll == k;
     return n;
@@ -214,7 +214,7 @@ TEST_CASE("lowering: skewed routing makes a longer MoE step than uniform routing
     batch.groups.resize(8);
     for (int a = 0; a < 8; ++a)
       for (int q = 0; q < 32; ++q)
-        batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 32 + q), 100, 1, 100, true});
+        batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 32 + q), 100, 1, 100, true, 0});
     return ex.run(low.lower(batch));
   };
   StepTiming uniform = run("uniform");
@@ -234,7 +234,7 @@ TEST_CASE("lowering: one MoE layer's expert flops and bytes, worked by hand") {
   std::vector<ExpertId> ids = {0, 1, 0, 2, 0, 1};
   RoutingTraceFile routing(encode_routing_trace(shape, counts, ids), "hand.ssrt");
   Lowering low(plan, m, c, &routing);
-  StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 3, 0, false}}}});
+  StepProgram p = low.lower(ReplicaBatch{{{SeqWork{0, 0, 3, 0, false, 0}}}});
   // SwiGLU experts: 6 copies × 2 flops × 64 × 32 × 3 matrices.
   CHECK(flops_of(p, OpClass::Experts) == doctest::Approx(6.0 * 2 * 64 * 32 * 3));
   double bytes = 0;
@@ -256,7 +256,7 @@ TEST_CASE("lowering: shared experts run while the dispatch all-to-all is in flig
   ReplicaBatch batch;
   batch.groups.resize(8);
   for (int a = 0; a < 8; ++a)
-    for (int q = 0; q < 64; ++q) batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 64 + q), 500, 1, 500, true});
+    for (int q = 0; q < 64; ++q) batch.groups[a].push_back(SeqWork{static_cast<std::uint32_t>(a * 64 + q), 500, 1, 500, true, 0});
   StepProgram p = low.lower(batch);
   // In program order the shared experts of a layer come after its dispatch and before its experts.
   int dispatch = -1, shared = -1, experts = -1;
@@ -308,8 +308,8 @@ TEST_CASE("lowering: one kernel per TP group times a step as one kernel per rank
     std::uint32_t req = 0;
     for (std::size_t g = 0; g < batch.groups.size(); ++g) {
       for (int q = 0; q < 5 + 3 * static_cast<int>(g); ++q)  // groups of different sizes and contexts
-        batch.groups[g].push_back(SeqWork{req++, 300, 1, 300 + 50 * q, true});
-      batch.groups[g].push_back(SeqWork{req++, 0, 200, 0, false});  // a prompt chunk
+        batch.groups[g].push_back(SeqWork{req++, 300, 1, 300 + 50 * q, true, 0});
+      batch.groups[g].push_back(SeqWork{req++, 0, 200, 0, false, 0});  // a prompt chunk
     }
     const StepProgram pa = a.lower(batch), pb = b.lower(batch);
     CHECK(pb.ops.size() < pa.ops.size());
@@ -340,7 +340,7 @@ TEST_CASE("lowering: prompt attention runs in FP8 on an FP8 KV cache, MLA's and 
   auto attention_math = [&](const ModelSpec& m, const char* plan_text, bool decode) {
     Plan plan = plan_from_string(plan_text, 8, plan_defaults(m));
     Lowering low(plan, m, c, nullptr);
-    ReplicaBatch batch{{{decode ? SeqWork{0, 4096, 1, 4096, true} : SeqWork{0, 0, 4096, 0, true}}}};
+    ReplicaBatch batch{{{decode ? SeqWork{0, 4096, 1, 4096, true, 0} : SeqWork{0, 0, 4096, 0, true, 0}}}};
     StepProgram p = low.lower(batch);
     std::vector<Dtype> seen;
     for (const auto& op : p.ops)
