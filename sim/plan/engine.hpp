@@ -81,6 +81,10 @@ struct EngineSettings {
   // computed are served from KV instead of prefilled (sim/serving/prefix_cache.hpp). Acts only on
   // traces with prefix blocks (Mooncake hash_ids, synthetic system=).
   bool prefix_cache = true;
+  // Host memory per GPU for prefix-cache blocks evicted from GPU memory (SGLang's HiCache, vLLM's
+  // KV offloading, LMCache): bytes, 0 = none. A hit there is copied back at swap_bw, charged to
+  // the next step's host time.
+  double kv_host = 0;
   Dispatch dispatch = Dispatch::RoundRobin;
   // Speculative decoding with a one-layer draft head (DeepSeek-V3's MTP module, an EAGLE head):
   // `spec_tokens` draft tokens per decode step, each proposed by one pass of the head (one more

@@ -38,6 +38,8 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.cached_tokens += b.cached_tokens;
   a.prompt_tokens_admitted += b.prompt_tokens_admitted;
   a.prefix_evicted_blocks += b.prefix_evicted_blocks;
+  a.host_cached_tokens += b.host_cached_tokens;
+  a.host_dropped_blocks += b.host_dropped_blocks;
   a.spec_steps += b.spec_steps;
   a.spec_tokens += b.spec_tokens;
   a.host_time += b.host_time;

@@ -1,4 +1,4 @@
-// sim/serving/prefix_cache.cpp — leading-run matches, references and LRU eviction of cached blocks.
+// sim/serving/prefix_cache.cpp — leading-run matches over two tiers, references, LRU eviction.
 #include "sim/serving/prefix_cache.hpp"
 
 #include <algorithm>
@@ -6,18 +6,31 @@
 
 namespace shardsim {
 
-int PrefixCache::match(std::span<const std::uint64_t> blocks) const {
-  int n = 0;
-  for (std::uint64_t id : blocks) {
-    if (blocks_.find(id) == blocks_.end()) break;
-    ++n;
+PrefixCache::Hit PrefixCache::find(std::span<const std::uint64_t> blocks, int limit) const {
+  Hit h;
+  const int n = std::min(limit, static_cast<int>(blocks.size()));
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t id = blocks[static_cast<std::size_t>(i)];
+    if (blocks_.find(id) != blocks_.end()) {
+      ++h.blocks;
+    } else if (host_.find(id) != host_.end()) {
+      ++h.blocks;
+      ++h.from_host;
+    } else {
+      break;
+    }
   }
-  return n;
+  return h;
 }
 
 void PrefixCache::hold(std::span<const std::uint64_t> blocks, int n) {
   for (int i = 0; i < n && i < static_cast<int>(blocks.size()); ++i) {
-    auto [it, added] = blocks_.try_emplace(blocks[static_cast<std::size_t>(i)]);
+    const std::uint64_t id = blocks[static_cast<std::size_t>(i)];
+    if (auto h = host_.find(id); h != host_.end()) {  // back to GPU memory
+      host_lru_.erase(h->second);
+      host_.erase(h);
+    }
+    auto [it, added] = blocks_.try_emplace(id);
     if (!added && it->second.refs == 0) lru_.erase(it->second.lru);
     ++it->second.refs;
   }
@@ -37,10 +50,20 @@ void PrefixCache::release(std::span<const std::uint64_t> blocks, int n) {
 }
 
 void PrefixCache::trim(long tokens) {
+  const long host_blocks = host_tokens_ / std::max(1, block_tokens_);
   while (!lru_.empty() && evictable_tokens() > tokens) {
-    blocks_.erase(lru_.back());
+    const std::uint64_t id = lru_.back();
     lru_.pop_back();
+    blocks_.erase(id);
     ++evicted_;
+    if (host_blocks <= 0) continue;
+    host_lru_.push_front(id);
+    host_[id] = host_lru_.begin();
+    while (static_cast<long>(host_lru_.size()) > host_blocks) {
+      host_.erase(host_lru_.back());
+      host_lru_.pop_back();
+      ++dropped_;
+    }
   }
 }
 

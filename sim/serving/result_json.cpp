@@ -67,7 +67,9 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
     j["prefix_cache"] = {{"cached_tokens", b.cached_tokens},
                          {"admitted_prompt_tokens", b.prompt_tokens_admitted},
                          {"hit_rate", static_cast<double>(b.cached_tokens) / static_cast<double>(b.prompt_tokens_admitted)},
-                         {"evicted_blocks", b.prefix_evicted_blocks}};
+                         {"evicted_blocks", b.prefix_evicted_blocks},
+                         {"host_cached_tokens", b.host_cached_tokens},
+                         {"host_dropped_blocks", b.host_dropped_blocks}};
   }
   j["host_time_s"] = b.host_time;
   j["step_time_s"] = b.step_time;

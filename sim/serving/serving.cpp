@@ -96,7 +96,9 @@ class ReplicaSim {
     out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
     if (eng_.prefix_cache && trace.prefix_block_tokens > 0)
-      prefix_.assign(static_cast<std::size_t>(groups_), PrefixCache(trace.prefix_block_tokens));
+      prefix_.assign(static_cast<std::size_t>(groups_),
+                     PrefixCache(trace.prefix_block_tokens,
+                                 kv_bytes_per_token_ > 0 ? static_cast<long>(eng_.kv_host / kv_bytes_per_token_) : 0));
   }
 
   void run(Arrivals& arrivals, ReplicaLoad& load) {
@@ -274,10 +276,16 @@ class ReplicaSim {
     PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
     const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
     const int usable = std::min(static_cast<int>(blocks.size()), (s.prompt - 1) / cache.block_tokens());
-    const int hit = std::min(cache.match(blocks), usable);
+    const PrefixCache::Hit found = cache.find(blocks, usable);
+    const int hit = found.blocks;
     const int tokens = hit * cache.block_tokens();
     out_.breakdown.prompt_tokens_admitted += s.prompt;
     out_.breakdown.cached_tokens += tokens;
+    if (found.from_host > 0) {  // copied back from host memory before the prompt's next chunk
+      const double bytes = static_cast<double>(found.from_host) * cache.block_tokens() * kv_bytes_per_token_;
+      pending_swap_ += bytes / eng_.swap_bw;
+      out_.breakdown.host_cached_tokens += static_cast<long>(found.from_host) * cache.block_tokens();
+    }
     if (r.admitted < 0) r.cached_tokens = tokens;
     if (hit == 0) return;
     cache.hold(blocks, hit);
@@ -304,9 +312,10 @@ class ReplicaSim {
     PrefixCache& cache = prefix_[static_cast<std::size_t>(g)];
     const long free = static_cast<long>(kv_capacity_) - kv_used_[static_cast<std::size_t>(g)];
     if (cache.evictable_tokens() <= free) return;
-    const long before = cache.evicted_blocks();
+    const long before = cache.evicted_blocks(), dropped = cache.host_dropped_blocks();
     cache.trim(std::max(0L, free));
     out_.breakdown.prefix_evicted_blocks += cache.evicted_blocks() - before;
+    out_.breakdown.host_dropped_blocks += cache.host_dropped_blocks() - dropped;
   }
 
   // On-demand KV: every decoding sequence of engine e gets the block its next token needs;

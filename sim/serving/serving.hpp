@@ -240,7 +240,9 @@ struct ServingBreakdown {
   long recomputed_tokens = 0;                     // KV tokens dropped by recompute preemptions (prefilled again)
   long cached_tokens = 0;                         // prompt tokens admissions found in a prefix cache (not prefilled)
   long prompt_tokens_admitted = 0;                // prompt tokens of those admissions (the hit rate's denominator)
-  long prefix_evicted_blocks = 0;                 // prefix-cache blocks evicted for room
+  long prefix_evicted_blocks = 0;                 // prefix-cache blocks evicted from GPU memory for room
+  long host_cached_tokens = 0;                    // of cached_tokens, found in the host tier (copied back)
+  long host_dropped_blocks = 0;                   // blocks the host tier dropped for room
   long spec_steps = 0, spec_tokens = 0;           // speculative decoding: sequence-steps that verified drafts, tokens they emitted
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
   // Per link class, Σ over steps (all replicas), when ServingOptions::link_traffic: bytes carried,

@@ -233,6 +233,10 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
       << f(" (hit rate %.1f%%)", 100.0 * static_cast<double>(r.breakdown.cached_tokens) / static_cast<double>(r.breakdown.prompt_tokens_admitted))
       << ", not prefilled; " << r.breakdown.prefix_evicted_blocks << " blocks evicted for room (dispatch "
       << to_string(plan.engine.dispatch) << ")\n";
+  if (plan.engine.kv_host > 0 || r.breakdown.host_cached_tokens > 0)
+    o << "host KV tier   " << f("%g GB per GPU", plan.engine.kv_host / 1e9) << ": "
+      << readable(static_cast<double>(r.breakdown.host_cached_tokens)) << " of the cached tokens found there (copied back at "
+      << f("%g GB/s", plan.engine.swap_bw / 1e9) << "), " << r.breakdown.host_dropped_blocks << " blocks dropped from it\n";
 
   const ServingBreakdown& b = r.breakdown;
   const Degrees& d = r.disagg.on ? plan.decode().deg : plan.deg;  // the decode pool's experts and pipeline

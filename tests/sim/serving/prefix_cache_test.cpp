@@ -44,6 +44,31 @@ TEST_CASE("prefix cache: a hit is the leading run of held blocks, and unreferenc
   CHECK_THROWS_AS(c.release(b, 1), std::logic_error);
 }
 
+TEST_CASE("prefix cache: a host tier keeps what GPU memory evicts, drops its own least recently used, and gives hits back") {
+  PrefixCache c(16, 2 * 16);  // a host tier of two blocks
+  const std::vector<std::uint64_t> a{1, 2, 3, 4};
+  c.hold(a, 4);
+  c.release(a, 4);  // tail first: 4 is the least recently used, 1 the most
+  c.trim(0);        // all four leave GPU memory, oldest first: 4, 3, 2, 1; the host keeps the last two
+  CHECK(c.evicted_blocks() == 4);
+  CHECK(c.host_dropped_blocks() == 2);
+  CHECK(c.evictable_tokens() == 0);
+  const PrefixCache::Hit h = c.find(a, 4);
+  CHECK(h.blocks == 2);
+  CHECK(h.from_host == 2);
+  CHECK(c.find(a, 1).blocks == 1);  // at most `limit`
+  c.hold(a, 2);  // back in GPU memory
+  CHECK(c.find(a, 4).from_host == 0);
+  CHECK(c.find(a, 4).blocks == 2);
+  // Without a host tier an evicted block is gone.
+  PrefixCache g(16);
+  g.hold(a, 4);
+  g.release(a, 4);
+  g.trim(0);
+  CHECK(g.match(a) == 0);
+  CHECK(g.host_dropped_blocks() == 0);
+}
+
 namespace {
 
 struct Served {
@@ -151,4 +176,22 @@ TEST_CASE("prefix cache: conversations find their earlier turns, answers include
   CHECK(hit_rate(one) > 0.97 * ceiling);
   CHECK(hit_rate(aff) > 0.97 * ceiling);
   CHECK(hit_rate(rr) < 0.5 * hit_rate(aff));
+}
+
+TEST_CASE("prefix cache: host memory (kv_host_gb) serves prefixes GPU memory had to evict, copied back at swap_bw") {
+  // 100 system prompts of 8,192 tokens, more than the cut GPU KV keeps beside the running work.
+  const RequestTrace t = load_request_trace("synthetic:n=400,system=8192:100,prompt=fixed:256,output=fixed:32,rate=4,seed=3");
+  const Served gpu = serve_trace("tp=8,mem_util=0.3", t, 4);
+  const Served host = serve_trace("tp=8,mem_util=0.3,kv_host_gb=50", t, 4);
+  CHECK(gpu.m.completed == 400);
+  CHECK(host.m.completed == 400);
+  CHECK(gpu.r.breakdown.prefix_evicted_blocks > 0);
+  CHECK(gpu.r.breakdown.host_cached_tokens == 0);
+  CHECK(host.r.breakdown.host_cached_tokens > 0);
+  CHECK(host.r.breakdown.cached_tokens > gpu.r.breakdown.cached_tokens);
+  CHECK(host.r.breakdown.cached_tokens - host.r.breakdown.host_cached_tokens <= gpu.r.breakdown.cached_tokens);
+  CHECK(host.r.breakdown.prefill_tokens < gpu.r.breakdown.prefill_tokens);
+  // The copies back are host time: at a slower link they cost more.
+  const Served slow = serve_trace("tp=8,mem_util=0.3,kv_host_gb=50,swap_bw=1e9", t, 4);
+  CHECK(slow.r.breakdown.host_time > host.r.breakdown.host_time);
 }
