@@ -17,6 +17,7 @@ namespace shardsim {
 namespace {
 
 constexpr std::string_view kAzureEmbedded = "workloads/traces/azure_conv_2023.csv";
+constexpr std::string_view kMooncakeSyntheticEmbedded = "workloads/traces/mooncake_synthetic_trace.jsonl";
 constexpr std::string_view kAzureHeader = "TIMESTAMP,ContextTokens,GeneratedTokens";
 
 std::string_view trim(std::string_view s) {
@@ -309,6 +310,13 @@ RequestTrace load_request_trace(const std::string& spec) {
     auto text = embedded_file(kAzureEmbedded);
     if (!text) throw InputError(spec, "", "the embedded Azure trace is missing from this build");
     RequestTrace t = parse_azure_csv(*text, "embedded:" + std::string(kAzureEmbedded));
+    t.source = spec;
+    return t;
+  }
+  if (spec == "mooncake-synthetic") {
+    auto text = embedded_file(kMooncakeSyntheticEmbedded);
+    if (!text) throw InputError(spec, "", "the embedded Mooncake trace is missing from this build");
+    RequestTrace t = parse_mooncake_jsonl(*text, "embedded:" + std::string(kMooncakeSyntheticEmbedded));
     t.source = spec;
     return t;
   }

@@ -43,6 +43,7 @@ struct RequestTrace {
 
 // Loads a request trace from a spec:
 //   azure-conv            the embedded Azure LLM inference trace 2023, conversation (19,366 requests)
+//   mooncake-synthetic    the embedded Mooncake FAST'25 synthetic trace (3,993 requests, with hash_ids)
 //   <path>                an Azure CSV (header TIMESTAMP,ContextTokens,GeneratedTokens) or a
 //                         Mooncake-style JSONL file (one {"timestamp": ms, "input_length": …,
 //                         "output_length": …} per line); told apart by the first character
