@@ -103,6 +103,7 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   const double sms = obj.number_or("sms", 132, 1, 10000);
   if (sms != std::floor(sms)) obj.fail("sms", "must be a whole number of SMs, got " + format_number(sms));
   g.sms = static_cast<int>(sms);
+  g.host_bw = obj.has("host_bw") ? positive(obj, "host_bw", 1e8, 1e13) : 64e9;
   g.comment = obj.string_or("comment", "");
   obj.finish();
   return g;
@@ -117,6 +118,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
   j["hbm_bw"] = g.hbm_bw;
   j["nvlink_bw"] = g.nvlink_bw;
   j["sms"] = g.sms;
+  j["host_bw"] = g.host_bw;
   if (!g.comment.empty()) j["comment"] = g.comment;
   return j;
 }

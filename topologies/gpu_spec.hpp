@@ -21,6 +21,7 @@ struct GpuSpec {
   double hbm_bw = 0;       // HBM bandwidth, bytes/s (peak)
   double nvlink_bw = 0;    // NVLink bandwidth per direction, bytes/s
   int sms = 132;           // streaming multiprocessors (what communication kernels resident beside compute take a share of)
+  double host_bw = 64e9;   // host memory ↔ GPU, bytes/s per direction (PCIe 5.0 x16; NVLink-C2C on Grace parts)
   std::string comment;     // source of the figures
 };
 

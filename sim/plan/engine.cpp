@@ -138,6 +138,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "comm_sms") e.comm_sms = static_cast<int>(parse_int_in(v, source, field, 0, 1024));
   else if (key == "prefix_cache") e.prefix_cache = parse_bool(v, source, field);
   else if (key == "kv_host_gb") e.kv_host = parse_real_in(v, source, field, 0, 1e6) * 1e9;
+  else if (key == "weight_offload_gb") e.weight_offload = parse_real_in(v, source, field, 0, 1e5) * 1e9;
   else if (key == "spec_tokens") e.spec_tokens = static_cast<int>(parse_int_in(v, source, field, 0, 16));
   else if (key == "spec_accept") e.spec_accept = parse_acceptance(v, source, field);
   else if (key == "dispatch") e.dispatch = parse_dispatch(v, source, field);
@@ -157,7 +158,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
                                  "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
                                  "a2a",             "comm_sms",         "prefix_cache",     "dispatch",
-                                 "spec_tokens",     "spec_accept",      "kv_host_gb"};
+                                 "spec_tokens",     "spec_accept",      "kv_host_gb",       "weight_offload_gb"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -203,7 +204,8 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"dispatch", to_string(e.dispatch)},
           {"spec_tokens", std::to_string(e.spec_tokens)},
           {"spec_accept", acceptance_text(e.spec_accept)},
-          {"kv_host_gb", num(e.kv_host / 1e9)}};
+          {"kv_host_gb", num(e.kv_host / 1e9)},
+          {"weight_offload_gb", num(e.weight_offload / 1e9)}};
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ struct EngineSettings {
   // KV offloading, LMCache): bytes, 0 = none. A hit there is copied back at swap_bw, charged to
   // the next step's host time.
   double kv_host = 0;
+  // Weights per GPU kept in host memory and streamed in, layer by layer, every forward (SGLang and
+  // vLLM --cpu-offload-gb; Grace-attached prefill): bytes, 0 = none. Prefetched while earlier
+  // layers compute, so a step lasts at least their bytes ÷ the GPU's host_bw.
+  double weight_offload = 0;
   Dispatch dispatch = Dispatch::RoundRobin;
   // Speculative decoding with a one-layer draft head (DeepSeek-V3's MTP module, an EAGLE head):
   // `spec_tokens` draft tokens per decode step, each proposed by one pass of the head (one more

@@ -131,6 +131,13 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     if (st.embed) w += split(vh, plan.shard(Op::Embed), d.tp);
     if (st.lm_head && !(m.tied_embeddings && st.embed)) w += split(vh, plan.shard(Op::LmHead), d.tp) + h;
     st.weights = w * wb;
+    // Weights offloaded to host memory (EngineSettings::weight_offload): what stays, plus a
+    // prefetch buffer of two layers' share of the offloaded bytes.
+    if (plan.engine.weight_offload > 0 && st.layers > 0) {
+      const double off = std::min(plan.engine.weight_offload, st.weights);
+      st.weights -= off - 2 * off / static_cast<double>(st.layers);
+      st.offloaded = off;
+    }
     st.activations = layer_act + (st.lm_head ? logits : 0);
     st.comm_buffers = (any_group ? kNcclBuffers : 0) + ep_buffers;
     st.runtime = plan.engine.runtime_reserve;

@@ -25,7 +25,8 @@ struct StageMemory {
   int stage = 0;
   int layers = 0, dense_layers = 0, moe_layers = 0;
   bool embed = false, lm_head = false;
-  double weights = 0;             // bytes per GPU
+  double weights = 0;             // bytes per GPU (resident: offloaded ones out, their prefetch buffer in)
+  double offloaded = 0;           // bytes per GPU of weights in host memory, streamed in every forward
   double activations = 0;         // bytes per GPU, peak of one layer at max_batch_tokens
   double comm_buffers = 0;        // bytes per GPU
   double runtime = 0;             // CUDA context, libraries, allocator slack (engine runtime_reserve)

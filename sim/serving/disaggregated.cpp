@@ -41,6 +41,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.host_cached_tokens += b.host_cached_tokens;
   a.host_dropped_blocks += b.host_dropped_blocks;
   a.spec_steps += b.spec_steps;
+  a.offload_stall += b.offload_stall;
   a.spec_tokens += b.spec_tokens;
   a.host_time += b.host_time;
 }

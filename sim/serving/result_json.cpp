@@ -59,6 +59,7 @@ json breakdown_to_json(const ServingBreakdown& b, const Degrees& d) {
   j["decode_tokens"] = b.decode_tokens;
   j["preemptions"] = b.preemptions;
   j["recomputed_tokens"] = b.recomputed_tokens;
+  if (b.offload_stall > 0) j["offload_stall_s"] = b.offload_stall;
   if (b.spec_steps > 0)
     j["speculative"] = {{"decode_steps", b.spec_steps},
                         {"tokens", b.spec_tokens},

@@ -95,6 +95,11 @@ class ReplicaSim {
     out_.breakdown.large_layers_lowered = (large_ ? *large_ : lowering_).num_lowered_layers();
     out_.breakdown.link_traffic = opt.link_traffic;
     out_.breakdown.model_layers = model.layers;
+    if (eng_.weight_offload > 0) {
+      double bytes = 0;
+      for (const auto& st : mem.stages) bytes = std::max(bytes, st.offloaded);
+      stream_s_ = bytes / cluster.gpu().host_bw;
+    }
     if (eng_.prefix_cache && trace.prefix_block_tokens > 0)
       prefix_.assign(static_cast<std::size_t>(groups_),
                      PrefixCache(trace.prefix_block_tokens,
@@ -665,6 +670,16 @@ class ReplicaSim {
         ev.duration *= r;
       }
     }
+    if (stream_s_ > timing.makespan) {  // the offloaded weights arrive no faster than the host link
+      const double r = timing.makespan > 0 ? stream_s_ / timing.makespan : 1.0;
+      for (double& st : timing.stage_time) st *= r;
+      for (auto& ev : events) {
+        ev.start *= r;
+        ev.duration *= r;
+      }
+      out_.breakdown.offload_stall += stream_s_ - timing.makespan;
+      timing.makespan = stream_s_;
+    }
     if (opt_.transform_timing) {
       StepTiming tt = opt_.transform_timing(timing);
       double r = timing.makespan > 0 ? tt.makespan / timing.makespan : 1.0;
@@ -836,7 +851,10 @@ class ReplicaSim {
   std::vector<std::size_t> begin_;
   long admissions_ = 0;
   long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
-  double pending_swap_ = 0;   // host↔GPU swap seconds to charge to the next step
+  double pending_swap_ = 0;
+  // Seconds a forward needs to stream the offloaded weights in (EngineSettings::weight_offload,
+  // the slowest GPU's host link): a step lasts at least this.
+  double stream_s_ = 0;   // host↔GPU swap seconds to charge to the next step
   long steps_ = 0;
   bool timeline_started_ = false;  // replica 0 has reached the first step to record
   long frees_ = 0;             // releases and rejections so far: a blocked head may now fit

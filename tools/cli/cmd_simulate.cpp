@@ -233,6 +233,10 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
       << f(" (hit rate %.1f%%)", 100.0 * static_cast<double>(r.breakdown.cached_tokens) / static_cast<double>(r.breakdown.prompt_tokens_admitted))
       << ", not prefilled; " << r.breakdown.prefix_evicted_blocks << " blocks evicted for room (dispatch "
       << to_string(plan.engine.dispatch) << ")\n";
+  if (plan.engine.weight_offload > 0)
+    o << "weight offload " << f("%.1f GB per GPU", r.memory.worst().offloaded / 1e9) << " streamed from host memory every forward at "
+      << f("%g GB/s", c.gpu().host_bw / 1e9) << ": steps waited " << f("%.3f s", r.breakdown.offload_stall)
+      << " for them beyond their GPU time (summed over replicas)\n";
   if (plan.engine.kv_host > 0 || r.breakdown.host_cached_tokens > 0)
     o << "host KV tier   " << f("%g GB per GPU", plan.engine.kv_host / 1e9) << ": "
       << readable(static_cast<double>(r.breakdown.host_cached_tokens)) << " of the cached tokens found there (copied back at "
