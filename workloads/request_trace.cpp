@@ -370,6 +370,8 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
   t.prefix_block_tokens = prefixed ? block : 0;
   t.requests.reserve(static_cast<std::size_t>(n));
   const double session_rate = rate / turns;  // conversations start at this rate: requests arrive at about `rate`
+  constexpr long kMaxPrefixIds = 20'000'000;
+  long prefix_ids = 0;
   double clock = 0;
   for (std::uint64_t s = 0; static_cast<long>(t.requests.size()) < n; ++s) {
     if (s > 0) {
@@ -390,6 +392,9 @@ RequestTrace synthetic_request_trace(std::string_view params, const std::string&
         // The prompt's and its answer's blocks (the next turn repeats both): the system prompt's
         // whole blocks, then the conversation's own.
         const long shared = system_tokens / block, all = (r.prompt_tokens + r.output_tokens + block - 1) / block;
+        if ((prefix_ids += all) > kMaxPrefixIds)  // 8 bytes each: refused before memory runs out
+          p.fail("block", "the trace's prefix blocks would pass " + std::to_string(kMaxPrefixIds) +
+                              " ids (requests × their tokens ÷ block): raise block or lower n, turns or the lengths");
         for (long j = 0; j < all; ++j)
           r.prefix_blocks.push_back(j < shared ? hash_combine(hash_combine(0x737973ULL, sys), static_cast<std::uint64_t>(j))
                                                : hash_combine(hash_combine(seed, s + 1), static_cast<std::uint64_t>(j) << 1 | 1));

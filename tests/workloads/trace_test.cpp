@@ -287,6 +287,9 @@ TEST_CASE("request trace: synthetic conversations repeat their earlier turns, an
   }
   CHECK(prefix_reuse(load_request_trace("synthetic:n=50")).block_tokens == 0);
   CHECK(contains(error_of([] { load_request_trace("synthetic:think=3"); }), "think: applies only to turns > 1"));
+  // Prefix ids are 8 bytes each: a spec that would need more than 20 million is refused, not run out of memory.
+  CHECK(contains(error_of([] { load_request_trace("synthetic:n=20000,turns=1000,prompt=fixed:100000,block=1"); }),
+                 "block: the trace's prefix blocks would pass 20000000 ids"));
 }
 
 TEST_CASE("request trace: head, rate scaling and statistics") {
