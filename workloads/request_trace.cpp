@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <numbers>
+#include <unordered_set>
 
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
