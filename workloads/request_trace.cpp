@@ -306,21 +306,19 @@ RequestTrace parse_mooncake_jsonl(std::string_view text, const std::string& sour
   return t;
 }
 
+// An embedded trace, read by `parse` from `path` and named by its `spec`.
+RequestTrace embedded_trace(const std::string& spec, std::string_view path, const char* what,
+                            RequestTrace (*parse)(std::string_view, const std::string&)) {
+  auto text = embedded_file(path);
+  if (!text) throw InputError(spec, "", std::string("the embedded ") + what + " trace is missing from this build");
+  RequestTrace t = parse(*text, "embedded:" + std::string(path));
+  t.source = spec;
+  return t;
+}
+
 RequestTrace load_request_trace(const std::string& spec) {
-  if (spec == "azure-conv") {
-    auto text = embedded_file(kAzureEmbedded);
-    if (!text) throw InputError(spec, "", "the embedded Azure trace is missing from this build");
-    RequestTrace t = parse_azure_csv(*text, "embedded:" + std::string(kAzureEmbedded));
-    t.source = spec;
-    return t;
-  }
-  if (spec == "mooncake-synthetic") {
-    auto text = embedded_file(kMooncakeSyntheticEmbedded);
-    if (!text) throw InputError(spec, "", "the embedded Mooncake trace is missing from this build");
-    RequestTrace t = parse_mooncake_jsonl(*text, "embedded:" + std::string(kMooncakeSyntheticEmbedded));
-    t.source = spec;
-    return t;
-  }
+  if (spec == "azure-conv") return embedded_trace(spec, kAzureEmbedded, "Azure", parse_azure_csv);
+  if (spec == "mooncake-synthetic") return embedded_trace(spec, kMooncakeSyntheticEmbedded, "Mooncake", parse_mooncake_jsonl);
   if (spec == "synthetic") return synthetic_request_trace("", spec);
   if (spec.rfind("synthetic:", 0) == 0) return synthetic_request_trace(std::string_view(spec).substr(10), spec);
   std::string text = read_text_file(spec, std::size_t{2} << 30);  // traces: up to 2 GiB

@@ -299,13 +299,13 @@ class ReplicaSim {
     s.ctx = tokens;
   }
 
-  // A prompt just prefilled: its whole blocks join its group's prefix cache, referenced by it (its
-  // answer's whole blocks join when it is released).
-  void cache_prompt(Seq& s) {
+  // The sequence's whole blocks among its first `tokens` join its group's prefix cache, referenced
+  // by it: its prompt's once prefilled, its answer's (where the trace names them) when released.
+  void cache_blocks(Seq& s, long tokens) {
     if (prefix_.empty()) return;
     PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
     const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
-    const int whole = std::min(static_cast<int>(blocks.size()), s.prompt / cache.block_tokens());
+    const int whole = static_cast<int>(std::min<long>(static_cast<long>(blocks.size()), tokens / cache.block_tokens()));
     if (whole <= s.held) return;
     cache.hold(std::span<const std::uint64_t>(blocks).subspan(static_cast<std::size_t>(s.held)), whole - s.held);
     s.held = whole;
@@ -354,13 +354,7 @@ class ReplicaSim {
   // Gives back a running sequence's KV and slots and marks it for removal (req = −1).
   void release(Seq& s) {
     ++frees_;
-    if (!prefix_.empty() && s.prefilled >= s.prompt) {  // its whole blocks, answer's too where named, stay cached, evictable
-      PrefixCache& cache = prefix_[static_cast<std::size_t>(s.group)];
-      const auto& blocks = trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks;
-      const int whole = std::min(static_cast<int>(blocks.size()), static_cast<int>(s.ctx / cache.block_tokens()));
-      if (whole > s.held) cache.hold(std::span<const std::uint64_t>(blocks).subspan(static_cast<std::size_t>(s.held)), whole - s.held);
-      s.held = std::max(s.held, whole);
-    }
+    if (s.prefilled >= s.prompt) cache_blocks(s, s.ctx);  // its whole blocks stay cached, evictable
     if (s.held > 0) {
       prefix_[static_cast<std::size_t>(s.group)].release(trace_.requests[static_cast<std::size_t>(s.req)].prefix_blocks, s.held);
       s.held = 0;
@@ -702,7 +696,7 @@ class ReplicaSim {
         s->ctx = s->prefilled;
         out_.breakdown.prefill_tokens += n;
         if (s->prefilled < s->prompt) continue;
-        cache_prompt(*s);
+        cache_blocks(*s, s->prompt);
       } else {
         const int n = accepted(*s);  // 1, or with speculative drafts 1 + those accepted
         s->ctx += n;
