@@ -17,7 +17,7 @@ std::vector<OptionDecl<ProblemSettings>> make_problem_option_decls() {
                    "over that run) | drain-tpot (drain, feasible only with TPOT within --slo at --goal); docs/optimizers.md"));
   v.push_back(decl("--goal", &P::goal, "for capacity and drain-tpot: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')"));
   v.push_back(decl("--space", &P::space,
-                   "blocks to search: degrees, sharding, mapping, batching, or all; add pools to search disaggregated plans "
+                   "blocks to search: degrees, sharding, mapping, batching, or all; add routing to search the dispatch (prefix affinity or round-robin), pools to search disaggregated plans "
                    "(pool split + each pool's plan)"));
   v.push_back(decl("--base", &P::base, "plan for everything not searched (dtypes, fixed blocks); default: the model's defaults"));
   v.push_back(decl("--samples", &P::samples, "steps sampled into SimGrid per evaluation at simgrid fidelity"));

@@ -57,7 +57,7 @@ AnnealingOptimizer::AnnealingOptimizer(const OptimizerContext& ctx)
       case Decision::Kind::Shard:
         if (d.size() > 1) shard_genes_.push_back(i);
         break;
-      default: tune_genes_.push_back(i); break;  // mapping, batching
+      default: tune_genes_.push_back(i); break;  // mapping, batching, routing
     }
   }
 

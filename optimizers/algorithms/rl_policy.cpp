@@ -49,6 +49,7 @@ std::string kind_key(const Decision& dec) {
     case Decision::Kind::Mapping: return "mapping";
     case Decision::Kind::MaxSeqs: return "max_seqs";
     case Decision::Kind::MaxBatchTokens: return "max_batch_tokens";
+    case Decision::Kind::Dispatch: return "dispatch";
     case Decision::Kind::PoolSplit: return "pool split";
   }
   return dec.name;

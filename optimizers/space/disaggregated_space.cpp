@@ -42,12 +42,14 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
   const Plan bases[2] = {base.disaggregated() ? base.prefill() : base, base.disaggregated() ? base.decode() : base};
   SpaceOptions pool_options = options_;
   pool_options.pools = false;
+  SpaceOptions decode_options = pool_options;
+  decode_options.routing = false;  // the decode pool is dealt round-robin as prefills end (disaggregated.cpp deal())
   const int n = cluster.num_gpus();
   for (int p : sizes) {
     Split s;
     s.prefill_gpus = p;
     s.pools[0] = std::make_unique<PoolSpace>(model, cluster, bases[0], pool_options, PoolGpus{p, 0});
-    s.pools[1] = std::make_unique<PoolSpace>(model, cluster, bases[1], pool_options, PoolGpus{n - p, p});
+    s.pools[1] = std::make_unique<PoolSpace>(model, cluster, bases[1], decode_options, PoolGpus{n - p, p});
     for (int k = 0; k < 2; ++k) {
       s.factors[k] = count_factors(*s.pools[k]);
       factors_[k] = std::max(factors_[k], s.factors[k]);

@@ -13,6 +13,11 @@
 namespace shardsim {
 
 namespace {
+// The dispatch gene's values, round-robin first (the default).
+constexpr std::array<Dispatch, 3> kDispatches{Dispatch::RoundRobin, Dispatch::LeastLoaded, Dispatch::PrefixAffinity};
+}  // namespace
+
+namespace {
 
 std::vector<int> prime_factors(int n) {
   std::vector<int> out;
@@ -103,24 +108,26 @@ const char* to_string(Block b) {
     case Block::Sharding: return "sharding";
     case Block::Mapping: return "mapping";
     case Block::Batching: return "batching";
+    case Block::Routing: return "routing";
   }
   return "?";
 }
 
 SpaceOptions parse_space_options(const std::string& text, const std::string& source) {
-  SpaceOptions o{false, false, false, false};
+  SpaceOptions o{false, false, false, false, false, false};
   std::size_t pos = 0;
   bool any = false;
   while (pos <= text.size()) {
     std::size_t comma = text.find(',', pos);
     std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (item == "all") o = SpaceOptions{}, any = true;
+    if (item == "all") o.degrees = o.sharding = o.mapping = o.batching = any = true;
     else if (item == "degrees") o.degrees = any = true;
     else if (item == "sharding") o.sharding = any = true;
     else if (item == "mapping") o.mapping = any = true;
     else if (item == "batching") o.batching = any = true;
+    else if (item == "routing") o.routing = any = true;
     else if (item == "pools") o.pools = true;
-    else throw InputError(source, item, "unknown block (expected degrees, sharding, mapping, batching, all or pools)");
+    else throw InputError(source, item, "unknown block (expected degrees, sharding, mapping, batching, all, routing or pools)");
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -139,6 +146,7 @@ std::string to_string(const SpaceOptions& o) {
   add(o.sharding, "sharding");
   add(o.mapping, "mapping");
   add(o.batching, "batching");
+  add(o.routing, "routing");
   add(o.pools, "pools");
   return s;
 }
@@ -221,6 +229,11 @@ PoolSpace::PoolSpace(const ModelSpec& model, const Cluster& cluster, const Plan&
     for (int v : max_tokens_values_) t.labels.push_back(std::to_string(v));
     decisions_.push_back(t);
   }
+  if (options_.routing) {
+    Decision d = make_decision("dispatch", Decision::Kind::Dispatch, Block::Routing, false);
+    for (Dispatch x : kDispatches) d.labels.push_back(to_string(x));
+    decisions_.push_back(d);
+  }
 }
 
 int PoolSpace::gene_index(Decision::Kind kind) const {
@@ -299,6 +312,7 @@ Plan PoolSpace::decode(const Genes& raw) const {
         p.engine.max_batch_tokens = max_tokens_values_[static_cast<std::size_t>(v)];
         follow_user_settings(p.engine, false);  // an unset prefill chunk follows the new token budget
         break;
+      case Decision::Kind::Dispatch: p.engine.dispatch = kDispatches[static_cast<std::size_t>(v)]; break;
       default: break;
     }
   }
@@ -350,6 +364,9 @@ bool PoolSpace::encode(const Plan& plan, Genes& out) const {
       case Decision::Kind::Mapping: v = mapping_index(plan.mapping); break;
       case Decision::Kind::MaxSeqs: v = nearest_index(max_seqs_values_, seqs_per_group(plan.engine, plan.deg.attn_dp)); break;
       case Decision::Kind::MaxBatchTokens: v = nearest_index(max_tokens_values_, plan.engine.max_batch_tokens); break;
+      case Decision::Kind::Dispatch:
+        v = static_cast<int>(std::find(kDispatches.begin(), kDispatches.end(), plan.engine.dispatch) - kDispatches.begin());
+        break;
       default: break;
     }
   }
@@ -390,6 +407,7 @@ Genes PoolSpace::canonical(const Genes& in) const {
     if (dec.kind == Decision::Kind::Shard && !op_relevant(dec.op, d.tp, etp)) v = 0;
     if (dec.kind == Decision::Kind::Mapping)
       v = mapping_index(canonical_mapping(all_mappings()[static_cast<std::size_t>(v)], deg));
+    if (dec.kind == Decision::Kind::Dispatch && d.dp == 1) v = 0;  // one replica: nothing to dispatch
   }
   return g;
 }
@@ -502,6 +520,8 @@ std::vector<char> PoolSpace::valid_values(int d, const Genes& prefix) const {
     }
   } else if (dec.kind == Decision::Kind::Sp) {
     if (degree_parts(prefix).tp == 1) ok[1] = 0;
+  } else if (dec.kind == Decision::Kind::Dispatch) {
+    if (degree_parts(prefix).dp == 1) std::fill(ok.begin() + 1, ok.end(), 0);
   } else if (dec.kind == Decision::Kind::Redundant) {
     DegreeParts p = degree_parts(prefix);
     const int k = std::min<int>(prefix[static_cast<std::size_t>(gene_index(Decision::Kind::EtpSplit))],
@@ -591,6 +611,7 @@ double PoolSpace::canonical_size() const {
           if (dec.kind == Decision::Kind::Shard && op_relevant(dec.op, d.tp, etp)) n *= dec.size();
           if (dec.kind == Decision::Kind::Mapping) n *= std::tgamma(nontrivial + 1);
           if (dec.kind == Decision::Kind::MaxSeqs || dec.kind == Decision::Kind::MaxBatchTokens) n *= dec.size();
+          if (dec.kind == Decision::Kind::Dispatch && d.dp > 1) n *= dec.size();
         }
         total += n;
       }

@@ -17,6 +17,8 @@
 //   sharding  one gene per operator type the model has (allowed_shards order; 0 = Megatron's).
 //   mapping   one of the 24 orders of (tp, attn_dp, pp, dp), fastest-varying first.
 //   batching  max_seqs and max_batch_tokens, ordinal.
+//   routing   (opt-in, not in "all") dispatch: how requests are dealt to the dp replicas —
+//             round-robin, least-loaded or prefix affinity (EngineSettings::dispatch); only with dp > 1.
 // Canonical form: equal plans have equal canonical genes (and key()). Rules: the factor genes of
 // equal primes are sorted (which copy of a 2 goes where does not matter); the etp split is
 // clamped; sp is off when tp = 1; an operator sharded over a group of one GPU (tp = 1 for
@@ -44,11 +46,11 @@ class Cluster;
 
 using Genes = std::vector<int>;
 
-enum class Block { Degrees, Sharding, Mapping, Batching };
+enum class Block { Degrees, Sharding, Mapping, Batching, Routing };
 const char* to_string(Block b);
 
 struct Decision {
-  enum class Kind { Factor, EtpSplit, Sp, Redundant, Shard, Mapping, MaxSeqs, MaxBatchTokens, PoolSplit };
+  enum class Kind { Factor, EtpSplit, Sp, Redundant, Shard, Mapping, MaxSeqs, MaxBatchTokens, Dispatch, PoolSplit };
   std::string name;                  // e.g. "factor 1 (×2)", "etp split", "qkv", "mapping", "max_seqs"
   Kind kind = Kind::Factor;
   Block block = Block::Degrees;
@@ -59,14 +61,17 @@ struct Decision {
   int size() const { return static_cast<int>(labels.size()); }
 };
 
-// Which blocks of decisions are searched ("degrees,sharding,mapping,batching" by default), and
-// whether plans are disaggregated into a prefill and a decode pool ("pools": the split and each
-// pool's own decisions; optimizers/space/disaggregated_space.hpp).
+// Which blocks of decisions are searched ("degrees,sharding,mapping,batching" by default), whether
+// the router's dispatch is searched too ("routing": it matters only on traces with shared
+// prefixes, so it is asked for), and whether plans are disaggregated into a prefill and a decode
+// pool ("pools": the split and each pool's own decisions; optimizers/space/disaggregated_space.hpp).
 struct SpaceOptions {
   bool degrees = true, sharding = true, mapping = true, batching = true;
+  bool routing = false;
   bool pools = false;
 };
-// Parses a comma list of block names ("all" = the four blocks; "pools" adds disaggregation).
+// Parses a comma list of block names ("all" = the four blocks; "routing" adds the dispatch gene,
+// "pools" disaggregation).
 // Throws InputError(source, value, reason).
 SpaceOptions parse_space_options(const std::string& text, const std::string& source);
 std::string to_string(const SpaceOptions& o);

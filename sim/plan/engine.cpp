@@ -103,7 +103,8 @@ std::vector<double> parse_acceptance(const std::string& v, const std::string& so
 Dispatch parse_dispatch(const std::string& v, const std::string& source, const std::string& field) {
   if (v == "round-robin") return Dispatch::RoundRobin;
   if (v == "prefix") return Dispatch::PrefixAffinity;
-  throw InputError(source, field, "unknown dispatch \"" + v + "\" (expected round-robin or prefix)");
+  if (v == "least-loaded") return Dispatch::LeastLoaded;
+  throw InputError(source, field, "unknown dispatch \"" + v + "\" (expected round-robin, least-loaded or prefix)");
 }
 
 Preemption parse_preemption(const std::string& v, const std::string& source, const std::string& field) {
@@ -239,7 +240,14 @@ const char* to_string(A2aKernel k) {
   return "?";
 }
 
-const char* to_string(Dispatch d) { return d == Dispatch::PrefixAffinity ? "prefix" : "round-robin"; }
+const char* to_string(Dispatch d) {
+  switch (d) {
+    case Dispatch::RoundRobin: return "round-robin";
+    case Dispatch::PrefixAffinity: return "prefix";
+    case Dispatch::LeastLoaded: return "least-loaded";
+  }
+  return "?";
+}
 
 const char* to_string(Preemption p) { return p == Preemption::Recompute ? "recompute" : "swap"; }
 

@@ -47,11 +47,12 @@ enum class SchedulerKind {
 // turns on (SGLang's DeepEP MoE backend, vLLM's deepep_* all-to-all backends), not a default.
 enum class A2aKernel { Auto, PerNode, PerRank };
 
-// Which replica an arriving request goes to (open loop; docs/engines.md "Prefix caching"):
-// RoundRobin deals requests in turn; PrefixAffinity sends a request to the replica that was sent
-// the longest leading run of its prefix blocks when that covers at least half of them (the cache
-// it is likely to hit, as SGLang's cache-aware router and Dynamo's KV router do), else in turn.
-enum class Dispatch { RoundRobin, PrefixAffinity };
+// Which replica an arriving request goes to (open loop; sim/serving/router.hpp, docs/engines.md
+// "Routing across replicas"): RoundRobin deals requests in turn; LeastLoaded sends each to the
+// replica with the fewest requests in flight; PrefixAffinity is SGLang's cache-aware router (the
+// replica sent the longest leading run of its prefix blocks when that covers more than 30% of
+// its prompt, the least loaded one when loads are imbalanced, else the smallest tree).
+enum class Dispatch { RoundRobin, PrefixAffinity, LeastLoaded };
 
 struct EngineSettings {
   std::string preset = "vllm";   // the preset the other fields started from

@@ -5,7 +5,10 @@
 // in order. Closed loop (ServingOptions::concurrency): each client has its own list of requests
 // and sends the next one when its previous request finished (or was refused) plus a think time,
 // so exactly as many requests are in flight as there are clients until the lists run out; the
-// arrival time is stamped into the request's result when it is sent.
+// arrival time is stamped into the request's result when it is sent. Routed (a router that reads
+// the replicas' loads, sim/serving/router.hpp): an open loop whose requests are handed over one by
+// one as the router decides; until it has decided the next one, the replica must not run past it
+// (next_time() is at most the horizon, the arrival the router decides next).
 // Units: seconds. Thread-safety: one replica's loop owns one Arrivals.
 #pragma once
 
@@ -27,6 +30,16 @@ class Arrivals {
   static Arrivals open(std::vector<int> reqs, std::vector<RequestResult>& results);
   // Closed loop: client c sends clients[c] in order; the first of each at time 0.
   static Arrivals closed(std::vector<std::vector<int>> clients, double think_time, std::vector<RequestResult>& results);
+  // Routed: empty until fed; the horizon starts at 0.
+  static Arrivals routed(std::vector<RequestResult>& results);
+
+  // Routed: hands request `req` over (arrivals in non-decreasing order, none before the horizon).
+  void feed(int req);
+  // Routed: the router decides nothing before `t` any more (kNever: it has decided everything).
+  void set_horizon(double t) { horizon_ = t; }
+  // Routed: requests fed and not finished (done) at or before `t` — what the router counts as
+  // in flight on this replica. Call with non-decreasing t.
+  int in_flight(double t);
 
   // When the next request arrives; kNever when none is pending (none left, or every client waits).
   double next_time() const;
@@ -45,6 +58,11 @@ class Arrivals {
   // open loop
   std::vector<int> order_;
   std::size_t next_ = 0;
+  // routed
+  bool routed_ = false;
+  double horizon_ = kNever;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> finishing_;  // done times not yet passed
+  int finished_ = 0;                                                                  // done times passed
   // closed loop
   std::vector<std::vector<int>> clients_;
   std::vector<std::size_t> sent_;            // per client: requests sent so far

@@ -6,9 +6,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 
 #include "common/input_error.hpp"
 #include "sim/plan/plan_layout.hpp"
@@ -16,6 +17,7 @@
 #include "sim/serving/disaggregated.hpp"
 #include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/prefix_cache.hpp"
+#include "sim/serving/router.hpp"
 #include "sim/serving/scheduler.hpp"
 #include "sim/serving/step_costs.hpp"
 #include "sim/serving/step_fit.hpp"
@@ -107,14 +109,25 @@ class ReplicaSim {
   }
 
   void run(Arrivals& arrivals, ReplicaLoad& load) {
+    start(arrivals);
+    advance(kNever, load);
+    finish();
+  }
+
+  // A run in pieces (serve() with a router that reads loads): start, advance to each arrival the
+  // router decides, then to the end (limit kNever), finish.
+  void start(Arrivals& arrivals) {
     arrivals_ = &arrivals;
     begin_.assign(static_cast<std::size_t>(engines_) + 1, 0);
-    ReplicaBatch batch;
-    StepWork work;  // sequence, tokens this step
+  }
+
+  // Runs every event before `limit` (all of them with kNever).
+  void advance(double limit, ReplicaLoad& load) {
+    Arrivals& arrivals = *arrivals_;
     while (!out_.stopped_early) {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
-      if (t == kNever) break;
+      if (t == kNever || t >= limit) break;
       if (fast_step(e, t, arrivals.next_time())) continue;
       if (steps_ >= opt_.max_steps) break;
       materialize(e);
@@ -136,8 +149,10 @@ class ReplicaSim {
         blocked_at_ = frees_;
       }
       if (!running_first) grow_kv(e);
-      work.clear();
-      build_batch(e, batch, work);
+      work_.clear();
+      build_batch(e, batch_, work_);
+      StepWork& work = work_;
+      ReplicaBatch& batch = batch_;
       if (work.empty()) {
         sleep(e, t, arrivals.next_time());
         continue;
@@ -152,6 +167,9 @@ class ReplicaSim {
       ready_[static_cast<std::size_t>(e)] = end;
       arm(e, seqs, whole_decode);
     }
+  }
+
+  void finish() {
     materialize_all();
     for (int s = 0; s < engines_ && engines_ > 1; ++s) {  // one stage has no pipeline bubble
       if (stage_first_[static_cast<std::size_t>(s)] < 0) continue;
@@ -838,6 +856,8 @@ class ReplicaSim {
   std::vector<int> seqs_in_group_, seqs_in_engine_;
   std::vector<double> ready_, stage_free_, stage_busy_, stage_first_;
   Arrivals* arrivals_ = nullptr;  // of the run in progress
+  ReplicaBatch batch_;            // the step being built (kept: its memory is reused)
+  StepWork work_;                 // sequence, tokens this step
   std::deque<Seq> waiting_;
   // By pipeline engine — running_[begin_[e], begin_[e + 1]) are engine e's, in admission order —
   // so that an engine's step walks its own sequences only (a vector: the loop walks it every step).
@@ -980,40 +1000,10 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
   return cls;
 }
 
-// Dispatch::PrefixAffinity: the replica each request of `trace` goes to, in arrival order. The
-// router remembers the blocks it sent to each replica (as SGLang's cache-aware router keeps a
-// tree per worker); a request goes where the longest leading run of its blocks went when that
-// run covers at least half of them, else to the next replica in turn. Decided from the arrival
-// order alone (the router sees no replica's state), so replicas are still simulated one by one.
-std::vector<int> prefix_dispatch(const RequestTrace& trace, int dp) {
-  std::vector<std::unordered_set<std::uint64_t>> sent(static_cast<std::size_t>(dp));
-  std::vector<int> to(trace.requests.size(), 0);
-  int next = 0;
-  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
-    const auto& blocks = trace.requests[i].prefix_blocks;
-    int best = -1;
-    std::size_t best_run = 0;
-    for (int r = 0; r < dp; ++r) {
-      std::size_t run = 0;
-      while (run < blocks.size() && sent[static_cast<std::size_t>(r)].count(blocks[run])) ++run;
-      if (run > best_run) best = r, best_run = run;
-    }
-    int rep = best;
-    if (best < 0 || 2 * best_run < blocks.size()) {
-      rep = next;
-      next = (next + 1) % dp;
-    }
-    to[i] = rep;
-    sent[static_cast<std::size_t>(rep)].insert(blocks.begin(), blocks.end());
-  }
-  return to;
-}
-
-// Replica `rep`'s arrivals (replicas never talk to each other). Open loop: requests go round-robin
-// to replicas in arrival order, or as `dispatch` says (prefix_dispatch). Closed loop: client c
-// sends requests c, c + N, c + 2N, … of the trace and is served by replica c mod dp.
-Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o,
-                          const std::vector<int>& dispatch) {
+// Replica `rep`'s arrivals when no router reads loads (replicas never talk to each other). Open
+// loop: requests go round-robin to replicas in arrival order. Closed loop: client c sends requests
+// c, c + N, c + 2N, … of the trace and is served by replica c mod dp.
+Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o) {
   const int n = static_cast<int>(requests.size());
   if (!o.decode_slots.empty()) {  // a decode pool: the requests handed to this replica, as their KV lands
     std::vector<int> mine;
@@ -1022,12 +1012,6 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
     std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) {
       return requests[static_cast<std::size_t>(a)].arrival < requests[static_cast<std::size_t>(b)].arrival;
     });
-    return Arrivals::open(std::move(mine), requests);
-  }
-  if (o.concurrency <= 0 && !dispatch.empty()) {
-    std::vector<int> mine;
-    for (int i = 0; i < n; ++i)
-      if (dispatch[static_cast<std::size_t>(i)] == rep) mine.push_back(i);
     return Arrivals::open(std::move(mine), requests);
   }
   if (o.concurrency <= 0) {
@@ -1085,8 +1069,8 @@ std::vector<int> CostClassMemo::classes(const Plan& plan, const Cluster& cluster
 }
 
 int alike_replicas(const Plan& plan, const Cluster& cluster, CostClassMemo* memo) {
-  // (a prefix-affinity router sends each replica other requests than round-robin's share)
-  if (plan.disaggregated() || plan.deg.dp <= 1 || plan.engine.dispatch == Dispatch::PrefixAffinity) return 1;
+  // (a router that reads loads sends each replica other requests than round-robin's share)
+  if (plan.disaggregated() || plan.deg.dp <= 1 || Router::reads_load(plan.engine.dispatch)) return 1;
   const std::vector<int> cls = memo ? memo->classes(plan, cluster) : cost_classes(plan, cluster);
   if (std::all_of(cls.begin(), cls.end(), [](int c) { return c == 0; })) return plan.deg.dp;
   // Not one cost class: alike all the same when only rails inside a node differ — which needs a
@@ -1133,17 +1117,50 @@ ServingResult serve(const Plan& plan, const ModelSpec& model, const Cluster& clu
   if (experts->balanced())
     out.experts = ExpertBalance{plan.redundant_experts, experts->imbalance_before(), experts->imbalance_after(),
                                 experts->sample_tokens()};
-  const std::vector<int> dispatch =
-      plan.engine.dispatch == Dispatch::PrefixAffinity && trace.prefix_block_tokens > 0 && plan.deg.dp > 1 &&
-              !options.replica_share && options.concurrency <= 0 && !handed_over
-          ? prefix_dispatch(trace, plan.deg.dp)
-          : std::vector<int>{};
-  for (int rep = 0; rep < simulated; ++rep) {
-    ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, opts, out.memory,
-                   experts, trace, out);
-    Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts, dispatch);
-    sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
-    if (out.stopped_early) break;  // the goal is missed: the other replicas cannot mend it
+  if (Router::reads_load(plan.engine.dispatch) && plan.deg.dp > 1 && !options.replica_share && options.concurrency <= 0 &&
+      !handed_over) {
+    // The router reads the replicas' loads: run them in lockstep, each advanced to the arrival
+    // before the router decides where it goes.
+    const std::size_t dp = static_cast<std::size_t>(plan.deg.dp);
+    std::vector<Arrivals> arrivals;
+    arrivals.reserve(dp);  // (the replicas keep pointers to them)
+    for (std::size_t rep = 0; rep < dp; ++rep) arrivals.push_back(Arrivals::routed(out.requests));
+    std::vector<std::unique_ptr<ReplicaSim>> sims;
+    for (std::size_t rep = 0; rep < dp; ++rep) {
+      sims.push_back(std::make_unique<ReplicaSim>(static_cast<int>(rep), classes[rep], plan, model, cluster, routing, executor,
+                                                  opts, out.memory, experts, trace, out));
+      sims.back()->start(arrivals[rep]);
+    }
+    std::vector<int> order(out.requests.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return out.requests[static_cast<std::size_t>(a)].arrival < out.requests[static_cast<std::size_t>(b)].arrival;
+    });
+    Router router(plan.engine.dispatch, plan.deg.dp, trace);
+    std::vector<int> in_flight(dp, 0);
+    for (int req : order) {
+      const double t = out.requests[static_cast<std::size_t>(req)].arrival;
+      for (std::size_t rep = 0; rep < dp; ++rep) {
+        arrivals[rep].set_horizon(t);
+        sims[rep]->advance(t, loads[rep]);
+        in_flight[rep] = arrivals[rep].in_flight(t);
+      }
+      if (out.stopped_early) break;
+      arrivals[static_cast<std::size_t>(router.route(req, in_flight))].feed(req);
+    }
+    for (std::size_t rep = 0; rep < dp; ++rep) {
+      arrivals[rep].set_horizon(Arrivals::kNever);
+      sims[rep]->advance(Arrivals::kNever, loads[rep]);
+      sims[rep]->finish();
+    }
+  } else {
+    for (int rep = 0; rep < simulated; ++rep) {
+      ReplicaSim sim(rep, classes[static_cast<std::size_t>(rep)], plan, model, cluster, routing, executor, opts, out.memory,
+                     experts, trace, out);
+      Arrivals arrivals = replica_arrivals(out.requests, plan.deg.dp, rep, opts);
+      sim.run(arrivals, loads[static_cast<std::size_t>(rep)]);
+      if (out.stopped_early) break;  // the goal is missed: the other replicas cannot mend it
+    }
   }
   for (const auto& r : out.requests)
     if (r.completed) out.makespan = std::max(out.makespan, r.finish);

@@ -134,6 +134,43 @@ TEST_CASE("space: block lists parse, and bad ones are refused naming the block")
                        InputError);
 }
 
+TEST_CASE("space: the routing block searches the dispatch where there are replicas to dispatch to") {
+  CHECK_FALSE(parse_space_options("all", "--space").routing);  // asked for, not part of "all"
+  CHECK(to_string(parse_space_options("all,routing", "--space")) == "degrees,sharding,mapping,batching,routing");
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:1")));
+  const SpaceOptions o = parse_space_options("degrees,routing", "--space");
+  PoolSpace s(m, *c, default_plan(m), o);
+  REQUIRE(s.decisions().back().kind == Decision::Kind::Dispatch);
+  CHECK(s.decisions().back().block == Block::Routing);
+  std::map<std::string, Plan> by_key;
+  int prefix_plans = 0, least_plans = 0;
+  for_each_raw(s, [&](const Genes& g) {
+    const Plan p = s.decode(g);
+    if (p.deg.dp == 1) CHECK(p.engine.dispatch == Dispatch::RoundRobin);  // nothing to dispatch: canonical 0
+    if (p.engine.dispatch == Dispatch::PrefixAffinity) ++prefix_plans;
+    if (p.engine.dispatch == Dispatch::LeastLoaded) ++least_plans;
+    auto [it, fresh] = by_key.emplace(s.key(g), p);
+    if (!fresh) CHECK(it->second == p);
+    Genes back;
+    REQUIRE(s.encode(p, back));
+    CHECK(s.key(back) == s.key(g));
+  });
+  CHECK(prefix_plans > 0);
+  CHECK(least_plans == prefix_plans);
+  CHECK(static_cast<double>(by_key.size()) == doctest::Approx(s.canonical_size()));
+  // Three times the plans of the space without it, less those with one replica.
+  PoolSpace without(m, *c, default_plan(m), parse_space_options("degrees", "--space"));
+  CHECK(s.canonical_size() > without.canonical_size());
+  CHECK(s.canonical_size() < 3 * without.canonical_size());
+  // Only the prefill pool of a disaggregated space deals requests by dispatch.
+  std::unique_ptr<Cluster> two(new Cluster(load_cluster("dgx-h100:2")));
+  auto pools = make_search_space(m, *two, default_plan(m), parse_space_options("degrees,routing,pools", "--space"));
+  int dispatch_genes = 0;
+  for (const auto& d : pools->decisions()) dispatch_genes += d.kind == Decision::Kind::Dispatch;
+  CHECK(dispatch_genes == 1);
+}
+
 TEST_CASE("portfolio: the rules give classic Megatron for a dense model and wide EP for DeepSeek") {
   ModelSpec llama = load_model("llama3-70b");
   std::unique_ptr<Cluster> two(new Cluster(load_cluster("dgx-h100:2")));

@@ -84,7 +84,7 @@ void add_space_command(CLI::App& app) {
                                  "  shardsim space --model mixtral-8x7b --cluster dgx-h100:4 --space all,pools   # prefill/decode pools");
   cmd->add_option("--model,-m", opt->model, "model preset, model JSON or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--cluster,-c", opt->cluster, "cluster shorthand or JSON")->capture_default_str();
-  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all; add pools for disaggregated plans")->capture_default_str();
+  cmd->add_option("--space", opt->space, "blocks to search: degrees, sharding, mapping, batching, or all; add routing for the dispatch, pools for disaggregated plans")->capture_default_str();
   cmd->add_option("--base", opt->base, "plan for everything not searched");
   cmd->callback([opt] { run(*opt); });
 }
