@@ -51,6 +51,7 @@ constexpr Family kFamilies[] = {
     {"dgx-h200", FamilyKind::Nodes, "H200-SXM-141GB", 8, 50e9, true, "N"},
     {"dgx-b200", FamilyKind::Nodes, "B200", 8, 50e9, true, "N"},
     {"hgx-h800", FamilyKind::Nodes, "H800", 8, 50e9, true, "N"},
+    {"hgx-b300", FamilyKind::Nodes, "B300", 8, 100e9, true, "N"},  // 8 × ConnectX-8 800 Gb/s
     {"dgx-a100", FamilyKind::Nodes, "A100-SXM-80GB", 8, 25e9, true, "N"},  // 8 × HDR 200 Gb/s
     {"nvl72", FamilyKind::Domains, "GB200", 72, 50e9, false, "R"},
     {"torus", FamilyKind::Torus, "H100-SXM-80GB", 8, 50e9, false, "XxYxZ"},
@@ -302,10 +303,10 @@ bool link_class_from_string(std::string_view s, LinkClass& out) {
 
 std::string cluster_shorthand_help() {
   return "Cluster shorthands (FAMILY:SIZE[,KEY=VALUE...]):\n"
-         "  dgx-h100:N, dgx-h200:N, dgx-b200:N, hgx-h800:N, dgx-a100:N  N nodes of 8 GPUs (NVSwitch), one NIC per GPU,\n"
-         "      rail-optimized fat-tree; keys: oversub=F (leaf down:up, default 1), radix=K (64), levels=2|3\n"
-         "      (automatic), rails=on|off, nic_bw=B (bytes/s per direction, 50e9), gpu=PRESET\n"
-         "  nvl72:R        R racks of 72 GB200 GPUs on one NVLink domain each, fat-tree between racks\n"
+         "  dgx-h100:N, dgx-h200:N, dgx-b200:N, hgx-h800:N, hgx-b300:N, dgx-a100:N  N nodes of 8 GPUs (NVSwitch), one\n"
+         "      NIC per GPU, rail-optimized fat-tree; keys: oversub=F (leaf down:up, default 1), radix=K (64),\n"
+         "      levels=2|3 (automatic), rails=on|off, nic_bw=B (bytes/s per direction, 50e9; 100e9 on hgx-b300), gpu=PRESET\n"
+         "  nvl72:R        R racks of 72 GB200 GPUs (gpu=gb300: GB300 NVL72) on one NVLink domain each, fat-tree between racks\n"
          "      (same keys; rails defaults to off)\n"
          "  torus:XxYxZ    torus of nodes (1-3 dims); keys: gpus=8 (per node), link_bw=50e9, nic_bw=50e9, gpu=PRESET\n"
          "  dragonfly:G    G groups; keys: routers=4 (per group), nodes=1 (per router), global=2 (links per router),\n"

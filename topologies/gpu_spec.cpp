@@ -92,11 +92,56 @@ const GpuSpec& gpu_preset(const std::string& name, const std::string& source, co
   throw InputError(source, field, "unknown GPU preset \"" + name + "\"; known: " + known);
 }
 
+const char* kernel_curve_name(KernelCurveId id) {
+  switch (id) {
+    case KernelCurveId::GemmBf16: return "gemm_bf16";
+    case KernelCurveId::GemmFp8: return "gemm_fp8";
+    case KernelCurveId::GemmFp4: return "gemm_fp4";
+    case KernelCurveId::AttnPrefill: return "attn_prefill";
+    case KernelCurveId::AttnPrefillFp8: return "attn_prefill_fp8";
+    case KernelCurveId::AttnDecode: return "attn_decode";
+    case KernelCurveId::AttnDecodeMla: return "attn_decode_mla";
+    case KernelCurveId::AttnDecodeMlaFp8: return "attn_decode_mla_fp8";
+    case KernelCurveId::Memory: return "memory";
+    case KernelCurveId::Count: break;
+  }
+  return "?";
+}
+
+namespace {
+
+// "kernels": {"gemm_bf16": {"max_eff": 0.67, "hbm_eff": 0.8, "source": "…"}, …}
+void read_kernels(JsonObject& obj, GpuSpec& g) {
+  if (!obj.has("kernels")) return;
+  JsonObject k = obj.object("kernels");
+  const json& all = obj.raw("kernels");
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    int id = -1;
+    std::string known;
+    for (int i = 0; i < kNumKernelCurves; ++i) {
+      const char* n = kernel_curve_name(static_cast<KernelCurveId>(i));
+      if (it.key() == n) id = i;
+      known += (i ? ", " : "") + std::string(n);
+    }
+    if (id < 0) k.fail(it.key(), "unknown kernel curve (expected one of: " + known + ")");
+    JsonObject c = k.object(it.key());
+    KernelTuning& t = g.kernels[static_cast<std::size_t>(id)];
+    t.max_eff = c.number_or("max_eff", 0, 0, 1);
+    t.hbm_eff = c.number_or("hbm_eff", 0, 0, 1);
+    c.string_or("source", "");
+    c.finish();
+  }
+  k.finish();
+}
+
+}  // namespace
+
 GpuSpec gpu_spec_from_json(JsonObject obj) {
   GpuSpec g;
   g.name = obj.name("name");
   g.bf16_flops = positive(obj, "bf16_flops", 1e9, 1e18);
   g.fp8_flops = positive(obj, "fp8_flops", 1e9, 1e18);
+  g.fp4_flops = obj.has("fp4_flops") ? positive(obj, "fp4_flops", 1e9, 1e18) : 0;
   g.hbm_bytes = positive(obj, "hbm_bytes", 1e8, 1e14);
   g.hbm_bw = positive(obj, "hbm_bw", 1e8, 1e15);
   g.nvlink_bw = positive(obj, "nvlink_bw", 1e6, 1e15);
@@ -104,6 +149,7 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   if (sms != std::floor(sms)) obj.fail("sms", "must be a whole number of SMs, got " + format_number(sms));
   g.sms = static_cast<int>(sms);
   g.host_bw = obj.has("host_bw") ? positive(obj, "host_bw", 1e8, 1e13) : 64e9;
+  read_kernels(obj, g);
   g.comment = obj.string_or("comment", "");
   obj.finish();
   return g;
@@ -114,11 +160,22 @@ json gpu_spec_to_json(const GpuSpec& g) {
   j["name"] = g.name;
   j["bf16_flops"] = g.bf16_flops;
   j["fp8_flops"] = g.fp8_flops;
+  if (g.fp4_flops > 0) j["fp4_flops"] = g.fp4_flops;
   j["hbm_bytes"] = g.hbm_bytes;
   j["hbm_bw"] = g.hbm_bw;
   j["nvlink_bw"] = g.nvlink_bw;
   j["sms"] = g.sms;
   j["host_bw"] = g.host_bw;
+  json kernels = json::object();
+  for (int i = 0; i < kNumKernelCurves; ++i) {
+    const KernelTuning& t = g.kernels[static_cast<std::size_t>(i)];
+    if (t.max_eff <= 0 && t.hbm_eff <= 0) continue;
+    json c = json::object();
+    if (t.max_eff > 0) c["max_eff"] = t.max_eff;
+    if (t.hbm_eff > 0) c["hbm_eff"] = t.hbm_eff;
+    kernels[kernel_curve_name(static_cast<KernelCurveId>(i))] = c;
+  }
+  if (!kernels.empty()) j["kernels"] = kernels;
   if (!g.comment.empty()) j["comment"] = g.comment;
   return j;
 }

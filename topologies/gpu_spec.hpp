@@ -6,6 +6,7 @@
 // Thread-safety: presets are immutable after first load; safe from any thread.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -13,15 +14,32 @@
 
 namespace shardsim {
 
+// The compute model's kernel curves (sim/step/compute_cost.hpp), by kernel kind and math type.
+enum class KernelCurveId {
+  GemmBf16, GemmFp8, GemmFp4, AttnPrefill, AttnPrefillFp8, AttnDecode, AttnDecodeMla, AttnDecodeMlaFp8, Memory, Count
+};
+constexpr int kNumKernelCurves = static_cast<int>(KernelCurveId::Count);
+// "gemm_bf16", "attn_decode_mla_fp8", … (the cluster format's names).
+const char* kernel_curve_name(KernelCurveId id);
+
+// A curve measured on this GPU: the best fraction of its own peak flop/s (max_eff) and of its
+// HBM bandwidth (hbm_eff) the kind reaches; 0 = the curve's own constant (fitted on H100).
+struct KernelTuning {
+  double max_eff = 0, hbm_eff = 0;
+  bool operator==(const KernelTuning&) const = default;
+};
+
 struct GpuSpec {
   std::string name;
   double bf16_flops = 0;   // peak dense BF16 flop/s
   double fp8_flops = 0;    // peak dense FP8 flop/s
+  double fp4_flops = 0;    // peak dense FP4 (NVFP4 / MXFP4 block-scaled) flop/s; 0: no FP4 tensor cores (FP4 math runs at the FP8 rate)
   double hbm_bytes = 0;    // HBM capacity, bytes
   double hbm_bw = 0;       // HBM bandwidth, bytes/s (peak)
   double nvlink_bw = 0;    // NVLink bandwidth per direction, bytes/s
   int sms = 132;           // streaming multiprocessors (what communication kernels resident beside compute take a share of)
   double host_bw = 64e9;   // host memory ↔ GPU, bytes/s per direction (PCIe 5.0 x16; NVLink-C2C on Grace parts)
+  std::array<KernelTuning, kNumKernelCurves> kernels{};  // per-curve corrections measured on this GPU (none: H100's fractions)
   std::string comment;     // source of the figures
 };
 

@@ -141,6 +141,14 @@ Dtype parse_dtype_or_throw(std::string_view v, const std::string& source, const 
   return *d;
 }
 
+// Attention computes in bf16 or fp8 (no FP4 attention kernel is published).
+Dtype parse_attention_dtype(const std::string& v, const std::string& source, const std::string& field) {
+  const Dtype d = parse_dtype_or_throw(v, source, field);
+  if (d != Dtype::BF16 && d != Dtype::FP8)
+    throw InputError(source, field, "attention computes in bf16 or fp8, not \"" + v + "\"");
+  return d;
+}
+
 int parse_positive_int(const std::string& v, const std::string& source, const std::string& field, int hi) {
   return static_cast<int>(parse_int_in(v, source, field, 1, hi));
 }
@@ -160,10 +168,13 @@ std::string Dtypes::describe() const {
   s += 'A';
   s += std::to_string(abits);
   s += " (";
-  if (math() == Dtype::FP8) s += "FP8 GEMMs";
+  if (math() == Dtype::FP4) s += "FP4 block-scaled GEMMs";
+  else if (math() == Dtype::FP8) s += wbits < 8 ? "FP4 weights dequantised, GEMMs in FP8" : "FP8 GEMMs";
   else if (wbits < 16) s += up(weights) + " weights dequantised, GEMMs in BF16";
   else s += "BF16 GEMMs";
-  if (activations == Dtype::FP8 && math() != Dtype::FP8) s += "; FP8 activations buy nothing without FP8 weights";
+  if (activations == Dtype::FP8 && math() == Dtype::BF16) s += "; FP8 activations buy nothing without FP8 weights";
+  if (activations == Dtype::FP4 && math() != Dtype::FP4) s += "; FP4 activations buy nothing without FP4 weights";
+  if (attention) s += ", " + up(*attention) + " attention";
   return s + ", " + up(kv) + " KV cache)";
 }
 
@@ -275,6 +286,8 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
       plan.dtypes.activations = parse_dtype_or_throw(value, src, key);
     } else if (key == "kv") {
       plan.dtypes.kv = parse_dtype_or_throw(value, src, key);
+    } else if (key == "attn" || key == "attention") {
+      plan.dtypes.attention = parse_attention_dtype(value, src, key);
     } else if (set_engine_key(plan.engine, key, value, src)) {
     } else if (key == "mapping") {
       std::vector<std::string> names;
@@ -367,6 +380,7 @@ Plan pool_from_json(JsonObject& root, const std::string& source, int gpus, const
     for (auto [key, slot] : {std::pair{"weights", &plan.dtypes.weights}, std::pair{"activations", &plan.dtypes.activations},
                              std::pair{"kv", &plan.dtypes.kv}})
       if (d.has(key)) *slot = parse_dtype_or_throw(d.string(key), source, d.pointer(key));
+    if (d.has("attention")) plan.dtypes.attention = parse_attention_dtype(d.string("attention"), source, d.pointer("attention"));
     d.finish();
   }
   plan.allow_cross_node_tp = root.boolean_or("allow_cross_node_tp", false);
@@ -438,6 +452,7 @@ json plan_to_json(const Plan& p) {
   j["dtypes"] = {{"weights", to_string(p.dtypes.weights)},
                  {"activations", to_string(p.dtypes.activations)},
                  {"kv", to_string(p.dtypes.kv)}};
+  if (p.dtypes.attention) j["dtypes"]["attention"] = to_string(*p.dtypes.attention);
   j["allow_cross_node_tp"] = p.allow_cross_node_tp;
   if (p.redundant_experts > 0) j["redundant_experts"] = p.redundant_experts;
   return j;
@@ -465,6 +480,7 @@ std::string plan_text(const Plan& p, bool experts) {
   add("weights", to_string(p.dtypes.weights));
   if (p.dtypes.activations != Dtype::BF16) add("act", to_string(p.dtypes.activations));
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
+  if (p.dtypes.attention) add("attn", to_string(*p.dtypes.attention));
   if (p.mapping != def.mapping) {
     std::string m;
     for (MapDim d : p.mapping) {

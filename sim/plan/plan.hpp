@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,12 +53,25 @@ struct Dtypes {
   Dtype weights = Dtype::BF16;
   Dtype activations = Dtype::BF16;
   Dtype kv = Dtype::BF16;
+  // The type attention computes in, when the plan says so (key "attn"): fp8 — prefill and decode,
+  // MLA included (TensorRT-LLM's FP8 context FMHA and FP8 generation MLA, SGLang's FP8 attention
+  // on Blackwell), on an FP8 KV cache only — or bf16 (dequantising an FP8 cache). Unset: FP8 for
+  // grouped-query/multi-head prefill on an FP8 cache, BF16 otherwise (attention_math()).
+  std::optional<Dtype> attention;
   bool operator==(const Dtypes&) const = default;
-  // The type GEMMs run in: FP8 only when weights are 8-bit or narrower *and* activations are FP8
-  // (W8A8); FP8 weights with BF16 activations are dequantised and multiplied in BF16 (W8A16).
+  // Prefill (`decode` false) or decode attention's math type under the rule above.
+  Dtype attention_math(bool decode, bool mla) const {
+    if (attention) return *attention;
+    return !decode && kv == Dtype::FP8 && !mla ? Dtype::FP8 : Dtype::BF16;
+  }
+  // The type GEMMs run in: FP4 when weights and activations are both FP4 (W4A4: NVFP4 / MXFP4
+  // block-scaled GEMMs; on a GPU without FP4 tensor cores they run at its FP8 rate, compute_cost);
+  // FP8 when weights are 8-bit or narrower and activations FP8 or narrower (W8A8, W4A8: FP4
+  // weights dequantised to FP8); otherwise BF16 (W8A16, W4A16: weights dequantised to BF16).
   Dtype math() const {
     bool narrow = weights == Dtype::FP8 || weights == Dtype::FP4;
-    return narrow && activations == Dtype::FP8 ? Dtype::FP8 : Dtype::BF16;
+    if (weights == Dtype::FP4 && activations == Dtype::FP4) return Dtype::FP4;
+    return narrow && (activations == Dtype::FP8 || activations == Dtype::FP4) ? Dtype::FP8 : Dtype::BF16;
   }
   // "W8A8 (FP8 GEMMs)", "W8A16 (FP8 weights, BF16 GEMMs)", …
   std::string describe() const;

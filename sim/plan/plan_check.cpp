@@ -110,6 +110,8 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
     v.push_back({"/degrees/sp", "sp=" + s(d.sp) + " must be 1 or equal tp=" + s(d.tp) +
                                     " (sequence parallelism runs in the TP group)"});
   r.notes.push_back("data types " + plan.dtypes.describe());
+  if (plan.dtypes.attention == Dtype::FP8 && plan.dtypes.kv != Dtype::FP8)
+    v.push_back({"/dtypes/attention", "FP8 attention reads an FP8 KV cache (TensorRT-LLM's FP8 FMHA and FP8 MLA); set kv=fp8 too"});
   if (d.pp > m.layers)
     v.push_back({"/degrees/pp", "pp=" + s(d.pp) + " exceeds the " + s(m.layers) + " layers"});
 

@@ -637,6 +637,7 @@ const char* to_string(RowRole r) { return r == RowRole::Calibration ? "calibrati
 std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, const ValidationOptions& options) {
   std::vector<ValidationRow> rows;
   kernel_rows(rows);
+  measured_kernel_rows(rows);
   collective_rows(make_executor, rows);
   expert_all_to_all_rows(make_executor, rows);
   normal_kernel_rows(make_executor, rows);

@@ -19,6 +19,9 @@ ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& op
                         const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
                         const RoutingSource* routing, const ServingOptions& so);
 
+// Kernel rows from AIConfigurator's measured Blackwell (and H100) tables (validation_kernels.cpp).
+void measured_kernel_rows(std::vector<ValidationRow>& rows);
+
 // NVIDIA NIM's published closed-loop concurrency sweep of Llama-3.3-70B on 2×H100 (validation_closed_loop.cpp).
 void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
 

@@ -6,26 +6,56 @@
 namespace shardsim {
 
 double peak_flops(const GpuSpec& gpu, Dtype math) {
+  if (math == Dtype::FP4 && gpu.fp4_flops > 0) return gpu.fp4_flops;
   return (math == Dtype::FP8 || math == Dtype::FP4) ? gpu.fp8_flops : gpu.bf16_flops;
 }
 
-const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math) {
-  bool low = math == Dtype::FP8 || math == Dtype::FP4;
+KernelCurveId curve_id(ComputeKind kind, Dtype math) {
+  const bool low = math == Dtype::FP8 || math == Dtype::FP4;
   switch (kind) {
     case ComputeKind::Gemm:
-    case ComputeKind::GroupedGemm: return low ? m.gemm_fp8 : m.gemm_bf16;
-    case ComputeKind::PrefillAttention: return low ? m.attn_prefill_fp8 : m.attn_prefill;
-    case ComputeKind::DecodeAttention: return m.attn_decode;
-    case ComputeKind::MlaDecodeAttention: return m.attn_decode_mla;
-    case ComputeKind::Memory: return m.memory;
+    case ComputeKind::GroupedGemm:
+      return math == Dtype::FP4 ? KernelCurveId::GemmFp4 : low ? KernelCurveId::GemmFp8 : KernelCurveId::GemmBf16;
+    case ComputeKind::PrefillAttention: return low ? KernelCurveId::AttnPrefillFp8 : KernelCurveId::AttnPrefill;
+    case ComputeKind::DecodeAttention: return KernelCurveId::AttnDecode;
+    case ComputeKind::MlaDecodeAttention: return low ? KernelCurveId::AttnDecodeMlaFp8 : KernelCurveId::AttnDecodeMla;
+    case ComputeKind::Memory: return KernelCurveId::Memory;
   }
-  return m.memory;
+  return KernelCurveId::Memory;
+}
+
+const KernelCurve& ComputeModel::curve(KernelCurveId id) const {
+  switch (id) {
+    case KernelCurveId::GemmBf16: return gemm_bf16;
+    case KernelCurveId::GemmFp8: return gemm_fp8;
+    case KernelCurveId::GemmFp4: return gemm_fp4;
+    case KernelCurveId::AttnPrefill: return attn_prefill;
+    case KernelCurveId::AttnPrefillFp8: return attn_prefill_fp8;
+    case KernelCurveId::AttnDecode: return attn_decode;
+    case KernelCurveId::AttnDecodeMla: return attn_decode_mla;
+    case KernelCurveId::AttnDecodeMlaFp8: return attn_decode_mla_fp8;
+    case KernelCurveId::Memory:
+    case KernelCurveId::Count: break;
+  }
+  return memory;
+}
+
+const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math) { return m.curve(curve_id(kind, math)); }
+
+KernelCurve gpu_curve(const GpuSpec& gpu, const ComputeModel& m, ComputeKind kind, Dtype& math) {
+  if (math == Dtype::FP4 && !(gpu.fp4_flops > 0)) math = Dtype::FP8;  // no FP4 tensor cores: FP4 operands run as FP8
+  const KernelCurveId id = curve_id(kind, math);
+  KernelCurve c = m.curve(id);
+  const KernelTuning& t = gpu.kernels[static_cast<std::size_t>(id)];
+  if (t.max_eff > 0) c.max_eff = t.max_eff;
+  if (t.hbm_eff > 0) c.hbm_eff = t.hbm_eff;
+  return c;
 }
 
 double compute_time(const GpuSpec& gpu, ComputeKind kind, double rows, double flops, double bytes, Dtype math,
                     const ComputeModel& m, double share) {
   if (flops <= 0 && bytes <= 0) return 0;
-  const KernelCurve& c = kernel_curve(m, kind, math);
+  const KernelCurve c = gpu_curve(gpu, m, kind, math);
   rows = std::max(rows, 1.0);
   double eff = c.max_eff * (c.half_rows > 0 ? rows / (rows + c.half_rows) : 1.0);
   double bw = c.hbm_eff * (c.half_bytes > 0 ? bytes / (bytes + c.half_bytes) : 1.0);

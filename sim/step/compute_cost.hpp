@@ -11,7 +11,9 @@
 // batch. The constants are fitted to published kernel measurements of H100-SXM (NVIDIA
 // AIConfigurator's TensorRT-LLM GEMM and attention tables, DeepGEMM, FlashMLA), never to an
 // end-to-end validation row; docs/validation.md lists each fit and its error. Other GPUs use the
-// same fractions of their own peaks.
+// same fractions of their own peaks unless their spec carries the fractions measured on them
+// (GpuSpec::kernels: max_eff and hbm_eff per curve; the Blackwell presets, fitted on the same
+// tables' B200 / GB200 / B300 / GB300 rows).
 // Thread-safety: pure functions.
 #pragma once
 
@@ -36,6 +38,12 @@ struct ComputeModel {
   // W8A8) 10%.
   KernelCurve gemm_bf16{0.82, 16, 0.86, 0, 0.20, 4e-6};
   KernelCurve gemm_fp8{0.60, 16, 0.80, 0, 0.30, 12e-6};
+  // NVFP4 GEMMs (W4A4, block-scaled, activations quantised in the layer), on GPUs with FP4 tensor
+  // cores: every constant fitted to B200's 19 NVFP4 shapes of the same table (M 1..32,768, RMS
+  // log error 11%): a flat ≈16 µs at small M (the quantisation kernel and a weight read that
+  // reaches only ≈0.5 of HBM), 0.41 of the FP4 peak at large M. On a GPU without FP4 tensor cores
+  // FP4 operands run on the FP8 curve and rate (compute_time).
+  KernelCurve gemm_fp4{0.41, 0, 0.50, 0, 0.0, 16e-6};
   // Grouped (MoE) GEMMs: the dense curves at rows = tokens per active expert (DeepGEMM's grouped
   // tables reach the same fractions as its dense ones at equal M per group).
   // Prefill attention (FlashAttention-class, BF16 math, causal): efficiency grows with the KV
@@ -54,6 +62,11 @@ struct ComputeModel {
   // the sustained peak; 3,000 GB/s memory-bound, as the paged decode curve). Grouped-query decode's
   // curve priced it at 0.50: 432 TFLOP/s.
   KernelCurve attn_decode_mla{0.763, 0, 0.90, 8e6, 0.0, 8e-6};
+  // MLA decode in FP8 (Plan dtypes attention = fp8, on an FP8 KV cache: TensorRT-LLM's FP8
+  // generation MLA): H100's 14 rows of AIConfigurator's generation_mla table (128 and 16 heads,
+  // batch 64 and 256, KV 4,095..131,071): 0.36 of the FP8 peak, 0.82 of HBM, RMS 6.3% — on Hopper
+  // FP8 buys only ≈17% over BF16 at 128 heads.
+  KernelCurve attn_decode_mla_fp8{0.36, 0, 0.82, 8e6, 0.0, 8e-6};
   // Norms, embeddings, elementwise: bandwidth-bound (AIConfigurator's own rule: 0.8 of peak + 3 µs).
   KernelCurve memory{0.50, 0, 0.80, 0, 0.0, 3e-6};
   // Sustained tensor-core clock under serving load, as a fraction of the clock the kernel
@@ -61,11 +74,20 @@ struct ComputeModel {
   // sustained MMA load (DeepSeek FlashMLA deep dive, 2025-04-22: "the practical peak FLOPs drops to
   // ~865 TFlops"). Applies to flop time only; 1.0 reproduces the microbenchmarks.
   double sustained_clock = 1600.0 / 1830.0;
+
+  const KernelCurve& curve(KernelCurveId id) const;
 };
 
+// The curve an operation of `kind` with `math` follows (FP4 on the FP4 curve: callers map FP4 to
+// FP8 first on GPUs without FP4 tensor cores).
+KernelCurveId curve_id(ComputeKind kind, Dtype math);
+
 double peak_flops(const GpuSpec& gpu, Dtype math);
-// The curve an operation's kernel follows.
+// The curve an operation's kernel follows (without the GPU's own corrections).
 const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math);
+// The same with `gpu`'s corrections (GpuSpec::kernels) applied, and FP4 on a GPU without FP4
+// tensor cores priced as FP8 (`math` is updated to the type the kernel runs in).
+KernelCurve gpu_curve(const GpuSpec& gpu, const ComputeModel& m, ComputeKind kind, Dtype& math);
 // Seconds for a compute operation (its kind, rows, flops, HBM bytes and math type), with
 // `share` of the GPU's SMs (StepProgram::compute_share): the flop time is divided by it.
 double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m = {}, double share = 1);

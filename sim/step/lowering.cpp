@@ -273,16 +273,16 @@ void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ran
     bytes[decode] += (c + 2 * n) * kv_elems * kvb + n * heads_local * (dqk + dv) * ab;
     kv_len[decode] += f * (c + n);
   }
-  // Prompt attention runs in FP8 on an FP8 KV cache (TensorRT-LLM's FP8 context FMHA; FlashAttention-3's
-  // FP8 path in vLLM and SGLang), grouped-query or multi-head; MLA's prefill and every decode kernel
-  // compute in BF16 (no published FP8 measurement of them; decode is bound by the KV read, priced in
-  // the KV's own bytes either way).
-  const Dtype prefill_math = plan_.dtypes.kv == Dtype::FP8 && !mla ? Dtype::FP8 : Dtype::BF16;
+  // The math type (Dtypes::attention_math): unless the plan says, prompt attention runs in FP8 on
+  // an FP8 KV cache (TensorRT-LLM's FP8 context FMHA; FlashAttention-3's FP8 path in vLLM and
+  // SGLang), grouped-query or multi-head, and MLA's prefill and every decode kernel in BF16 (decode
+  // is bound by the KV read, priced in the KV's own bytes either way); `attn=fp8` makes all of them
+  // FP8 (MLA decode on its own FP8 curve).
   for (int k : {1, 0}) {
     if (flops[k] <= 0) continue;
     const ComputeKind kind = !k ? ComputeKind::PrefillAttention : mla ? ComputeKind::MlaDecodeAttention : ComputeKind::DecodeAttention;
-    b.compute_each(ranks, group, OpClass::Attention, layer, stage, flops[k], bytes[k], k ? Dtype::BF16 : prefill_math, kind,
-                   kv_len[k] / flops[k]);
+    b.compute_each(ranks, group, OpClass::Attention, layer, stage, flops[k], bytes[k], plan_.dtypes.attention_math(k == 1, mla),
+                   kind, kv_len[k] / flops[k]);
   }
 }
 
