@@ -149,6 +149,7 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   if (sms != std::floor(sms)) obj.fail("sms", "must be a whole number of SMs, got " + format_number(sms));
   g.sms = static_cast<int>(sms);
   g.host_bw = obj.has("host_bw") ? positive(obj, "host_bw", 1e8, 1e13) : 64e9;
+  g.host_bytes = obj.has("host_bytes") ? positive(obj, "host_bytes", 1e9, 1e14) : 0;
   read_kernels(obj, g);
   g.comment = obj.string_or("comment", "");
   obj.finish();
@@ -166,6 +167,7 @@ json gpu_spec_to_json(const GpuSpec& g) {
   j["nvlink_bw"] = g.nvlink_bw;
   j["sms"] = g.sms;
   j["host_bw"] = g.host_bw;
+  if (g.host_bytes > 0) j["host_bytes"] = g.host_bytes;
   json kernels = json::object();
   for (int i = 0; i < kNumKernelCurves; ++i) {
     const KernelTuning& t = g.kernels[static_cast<std::size_t>(i)];

@@ -39,6 +39,7 @@ struct GpuSpec {
   double nvlink_bw = 0;    // NVLink bandwidth per direction, bytes/s
   int sms = 132;           // streaming multiprocessors (what communication kernels resident beside compute take a share of)
   double host_bw = 64e9;   // host memory ↔ GPU, bytes/s per direction (PCIe 5.0 x16; NVLink-C2C on Grace parts)
+  double host_bytes = 0;   // host memory per GPU for KV and weight offload, bytes; 0 = not stated (unchecked)
   std::array<KernelTuning, kNumKernelCurves> kernels{};  // per-curve corrections measured on this GPU (none: H100's fractions)
   std::string comment;     // source of the figures
 };

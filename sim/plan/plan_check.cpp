@@ -152,6 +152,10 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   if (b.spec_tokens > 0 && b.max_batch_tokens < 1 + b.spec_tokens)
     v.push_back({"/engine/spec_tokens", "spec_tokens=" + s(b.spec_tokens) + ": a decode step of one sequence needs " +
                                             s(1 + b.spec_tokens) + " tokens, above max_batch_tokens=" + s(b.max_batch_tokens)});
+  if (const double host = cluster.gpu().host_bytes; host > 0 && b.kv_host + b.weight_offload > host)
+    v.push_back({b.kv_host > 0 ? "/engine/kv_host_gb" : "/engine/weight_offload_gb",
+                 "kv_host_gb + weight_offload_gb = " + gb(b.kv_host + b.weight_offload) + " per GPU, above the " +
+                     gb(host) + " of host memory each " + cluster.gpu().name + " has (GPU field host_bytes)"});
   if (m.max_positions > 0 && b.max_context > m.max_positions)
     v.push_back({"/engine/max_context", "max_context=" + s(b.max_context) + " exceeds the model's " +
                                               s(m.max_positions) + " positions"});

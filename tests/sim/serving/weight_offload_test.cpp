@@ -7,6 +7,7 @@
 #include "common/input_error.hpp"
 #include "sim/plan/memory_model.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/serving.hpp"
 #include "sim/step/analytic_executor.hpp"
@@ -66,4 +67,26 @@ TEST_CASE("weight offload: a GPU spec's host link is read, defaulted and refused
   j["host_bw"] = 0;
   CHECK_THROWS_AS(gpu_spec_from_json(JsonObject(j, "g.json")), InputError);
   CHECK(gpu_spec_to_json(gpu_preset("GB200")).at("host_bw").get<double>() == doctest::Approx(450e9));
+}
+
+TEST_CASE("weight offload: host memory per GPU, where the spec states it, bounds what a plan offloads to it") {
+  // GB200: a Grace CPU's 480 GB serve its two GPUs.
+  const GpuSpec& gb200 = gpu_preset("GB200");
+  CHECK(gb200.host_bytes == doctest::Approx(240e9));
+  CHECK(gpu_preset("H100-SXM-80GB").host_bytes == 0);  // not stated: unchecked
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("nvl72:1");
+  auto verdict = [&](const std::string& extra) {
+    return check_plan(plan_from_string("tp=8,dp=9" + extra, 72, plan_defaults(m)), m, c);
+  };
+  CHECK(verdict(",kv_host_gb=150,weight_offload_gb=50").feasible());
+  const PlanCheck over = verdict(",kv_host_gb=200,weight_offload_gb=50");
+  REQUIRE_FALSE(over.feasible());
+  CHECK(over.violations.front().field == "/engine/kv_host_gb");
+  CHECK(over.violations.front().reason.find("240.0 GB") != std::string::npos);
+  // Read, printed back and refused like the other fields.
+  json j = gpu_spec_to_json(gb200);
+  CHECK(j.at("host_bytes").get<double>() == doctest::Approx(240e9));
+  j["host_bytes"] = -1;
+  CHECK_THROWS_AS(gpu_spec_from_json(JsonObject(j, "g.json")), InputError);
 }
