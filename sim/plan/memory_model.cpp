@@ -110,12 +110,15 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     StageMemory st;
     st.stage = s;
     st.layers = ranges[s].size();
-    double w = 0;
+    double w = 0, w_attn = 0;  // parameters: in the plan's weight type, and the attention projections (attn_weights)
+    auto add_layer = [&](const LayerWeights& lw) {
+      w_attn += lw.attention;
+      w += lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router;
+    };
     for (int l = ranges[s].first; l < ranges[s].last; ++l) {
       bool moe = m.is_moe_layer(l);
       (moe ? st.moe_layers : st.dense_layers)++;
-      LayerWeights lw = layer_weights_per_gpu(plan, m, moe);
-      w += lw.attention + lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router;
+      add_layer(layer_weights_per_gpu(plan, m, moe));
     }
     st.embed = s == 0;
     st.lm_head = s == d.pp - 1;
@@ -124,13 +127,13 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     // (DeepSeek-V3's MTP module; an EAGLE head).
     const bool head = st.lm_head && plan.engine.spec_tokens > 0;
     if (head) {
-      const LayerWeights lw = layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1));
-      w += lw.attention + lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router + 2.0 * h * h / std::max(d.tp, 1);
+      add_layer(layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1)));
+      w += 2.0 * h * h / std::max(d.tp, 1);
     }
     double vh = static_cast<double>(m.vocab) * h;
     if (st.embed) w += split(vh, plan.shard(Op::Embed), d.tp);
     if (st.lm_head && !(m.tied_embeddings && st.embed)) w += split(vh, plan.shard(Op::LmHead), d.tp) + h;
-    st.weights = w * wb;
+    st.weights = w * wb + w_attn * bytes_of(plan.dtypes.attn_weights());
     // Weights offloaded to host memory (EngineSettings::weight_offload): what stays, plus a
     // prefetch buffer of two layers' share of the offloaded bytes.
     if (plan.engine.weight_offload > 0 && st.layers > 0) {

@@ -174,6 +174,8 @@ std::string Dtypes::describe() const {
   else s += "BF16 GEMMs";
   if (activations == Dtype::FP8 && math() == Dtype::BF16) s += "; FP8 activations buy nothing without FP8 weights";
   if (activations == Dtype::FP4 && math() != Dtype::FP4) s += "; FP4 activations buy nothing without FP4 weights";
+  if (attention_weights && *attention_weights != weights)
+    s += ", attention projections " + up(*attention_weights) + (attn_projection_math() == Dtype::BF16 ? " in BF16" : "");
   if (attention) s += ", " + up(*attention) + " attention";
   return s + ", " + up(kv) + " KV cache)";
 }
@@ -288,6 +290,8 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
       plan.dtypes.kv = parse_dtype_or_throw(value, src, key);
     } else if (key == "attn" || key == "attention") {
       plan.dtypes.attention = parse_attention_dtype(value, src, key);
+    } else if (key == "attn_weights") {
+      plan.dtypes.attention_weights = parse_dtype_or_throw(value, src, key);
     } else if (set_engine_key(plan.engine, key, value, src)) {
     } else if (key == "mapping") {
       std::vector<std::string> names;
@@ -381,6 +385,8 @@ Plan pool_from_json(JsonObject& root, const std::string& source, int gpus, const
                              std::pair{"kv", &plan.dtypes.kv}})
       if (d.has(key)) *slot = parse_dtype_or_throw(d.string(key), source, d.pointer(key));
     if (d.has("attention")) plan.dtypes.attention = parse_attention_dtype(d.string("attention"), source, d.pointer("attention"));
+    if (d.has("attention_weights"))
+      plan.dtypes.attention_weights = parse_dtype_or_throw(d.string("attention_weights"), source, d.pointer("attention_weights"));
     d.finish();
   }
   plan.allow_cross_node_tp = root.boolean_or("allow_cross_node_tp", false);
@@ -453,6 +459,7 @@ json plan_to_json(const Plan& p) {
                  {"activations", to_string(p.dtypes.activations)},
                  {"kv", to_string(p.dtypes.kv)}};
   if (p.dtypes.attention) j["dtypes"]["attention"] = to_string(*p.dtypes.attention);
+  if (p.dtypes.attention_weights) j["dtypes"]["attention_weights"] = to_string(*p.dtypes.attention_weights);
   j["allow_cross_node_tp"] = p.allow_cross_node_tp;
   if (p.redundant_experts > 0) j["redundant_experts"] = p.redundant_experts;
   return j;
@@ -481,6 +488,7 @@ std::string plan_text(const Plan& p, bool experts) {
   if (p.dtypes.activations != Dtype::BF16) add("act", to_string(p.dtypes.activations));
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
   if (p.dtypes.attention) add("attn", to_string(*p.dtypes.attention));
+  if (p.dtypes.attention_weights) add("attn_weights", to_string(*p.dtypes.attention_weights));
   if (p.mapping != def.mapping) {
     std::string m;
     for (MapDim d : p.mapping) {

@@ -58,7 +58,18 @@ struct Dtypes {
   // on Blackwell), on an FP8 KV cache only — or bf16 (dequantising an FP8 cache). Unset: FP8 for
   // grouped-query/multi-head prefill on an FP8 cache, BF16 otherwise (attention_math()).
   std::optional<Dtype> attention;
+  // The attention projections' weights (key "attn_weights"), when they differ from `weights`:
+  // NVFP4 checkpoints of DeepSeek-R1 quantise the FFNs and experts and keep attention in BF16 or
+  // FP8. Unset: `weights`.
+  std::optional<Dtype> attention_weights;
   bool operator==(const Dtypes&) const = default;
+  // The attention projections' weight type, and the type their GEMMs run in (math() with it).
+  Dtype attn_weights() const { return attention_weights.value_or(weights); }
+  Dtype attn_projection_math() const {
+    Dtypes d = *this;
+    d.weights = attn_weights();
+    return d.math();
+  }
   // Prefill (`decode` false) or decode attention's math type under the rule above.
   Dtype attention_math(bool decode, bool mla) const {
     if (attention) return *attention;

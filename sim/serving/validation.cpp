@@ -646,6 +646,7 @@ std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, 
     end_to_end_rows(make_executor, options, rows);
     disaggregated_rows(make_executor, options, rows);
     closed_loop_rows(make_executor, options, rows);
+    speculative_rows(make_executor, options, rows);
   }
   return rows;
 }

@@ -19,6 +19,9 @@ ServingResult serve_row(const ExecutorFactory& make, const ValidationOptions& op
                         const Cluster& cluster, const std::string& cluster_spec, const RequestTrace& trace,
                         const RoutingSource* routing, const ServingOptions& so);
 
+// TensorRT-LLM's published DeepSeek-R1 MTP sweep on 8×B200 (validation_speculative.cpp).
+void speculative_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
+
 // Kernel rows from AIConfigurator's measured Blackwell (and H100) tables (validation_kernels.cpp).
 void measured_kernel_rows(std::vector<ValidationRow>& rows);
 

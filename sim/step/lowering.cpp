@@ -321,7 +321,8 @@ class Lowering::WholeStep {
       : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_)),
         b_(prog, lo.options_.group_compute && !lo.two_batch_overlap()), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp),
         h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
-        wb_(bytes_of(plan_.dtypes.weights)), math_(plan_.dtypes.math()), R_(d_.sp > 1 ? Lay::Split : Lay::Full),
+        wb_(bytes_of(plan_.dtypes.weights)), wa_(bytes_of(plan_.dtypes.attn_weights())), math_(plan_.dtypes.math()),
+        attn_math_(plan_.dtypes.attn_projection_math()), R_(d_.sp > 1 ? Lay::Split : Lay::Full),
         dense_w_(layer_weights_per_gpu(plan_, m_, false)), moe_w_(layer_weights_per_gpu(plan_, m_, true)),
         v_dim_(m_.attention == AttentionKind::MLA ? m_.v_head_dim : m_.head_dim),
         o_local_(static_cast<double>(m_.heads) * v_dim_ * h_ / div_of(plan_.shard(Op::AttnOut), tp_)),
@@ -464,12 +465,12 @@ class Lowering::WholeStep {
       b_.convert(R_, Lay::Full, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
       const double qkv_local = lw.attention - o_local_;
       b_.compute_each(ranks, tp_group(s, a), OpClass::QkvProj, l, s, 2 * T_[a] * qkv_local,
-                      qkv_local * wb_ + T_[a] * h_ * ab_ * 2, math_, ComputeKind::Gemm, T_[a]);
+                      qkv_local * wa_ + T_[a] * h_ * ab_ * 2, attn_math_, ComputeKind::Gemm, T_[a]);
       lo_.attention(b_, l, s, ranks, tp_group(s, a), batch_.groups[static_cast<std::size_t>(a)]);
       const Shard os = plan_.shard(Op::AttnOut);
       b_.convert(attn_layout_, need_of(os), tp_group(s, a), T_[a], m_.heads * v_dim_, ab_, OpClass::TpComm, l, s);
       b_.compute_each(ranks, tp_group(s, a), OpClass::AttnOutProj, l, s, 2 * T_[a] * o_local_,
-                      o_local_ * wb_ + T_[a] * (m_.heads * v_dim_ / tp_ + h_) * ab_, math_, ComputeKind::Gemm, T_[a]);
+                      o_local_ * wa_ + T_[a] * (m_.heads * v_dim_ / tp_ + h_) * ab_, attn_math_, ComputeKind::Gemm, T_[a]);
       b_.convert(out_of(os), R_, tp_group(s, a), T_[a], h_, ab_, OpClass::TpComm, l, s);
     }
   }
@@ -617,8 +618,8 @@ class Lowering::WholeStep {
   StepProgram& prog_;
   Builder b_;
   const int U_, tp_, A_;
-  const double h_, ab_, wb_;
-  const Dtype math_;
+  const double h_, ab_, wb_, wa_;  // activation, weight and attention-projection weight bytes per element
+  const Dtype math_, attn_math_;  // GEMMs: the plan's, and the attention projections'
   const Lay R_;  // residual-stream layout
   const LayerWeights dense_w_, moe_w_;
   const double v_dim_, o_local_;
