@@ -1,7 +1,9 @@
 // sim/serving/serving.hpp — the serving loop: continuous batching of a request trace on every replica.
 //
-// Owns: serve(), which replays requests on the plan's dp replicas (open loop: round-robin in
-// arrival order; closed loop: each client on one replica, sim/serving/arrivals.hpp), and inside a
+// Owns: serve(), which replays requests on the plan's dp replicas (open loop: as the plan's
+// dispatch says — round robin in arrival order, or a router that reads the replicas' loads, which
+// then run in lockstep, sim/serving/router.hpp; closed loop: each client on one replica,
+// sim/serving/arrivals.hpp), and inside a
 // replica to the attention-DP group its scheduler picks. Each replica is one
 // engine with the plan's EngineSettings (sim/plan/engine.hpp): FCFS admission limited by max_seqs
 // (split over attention groups) and by the KV policy — reserve prompt + max output, reserve the
