@@ -110,6 +110,7 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
   so.offline = true;
   so.concurrency = 0;
   so.timeline_steps = 0;
+  so.stop_at_last_admission = true;  // the window ends there; the drain after it would only cost steps
   const int k = std::max(1, opt.replicas);
   so.replica_share = k > 1;
   s.replicas = k;
@@ -124,7 +125,7 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
     ++s.runs;
     s.requests = n;
     s.metrics = m;
-    if (r.rejected_any || m.completed < m.requests) {
+    if (r.rejected_any || (m.completed < m.requests && !r.drain_skipped)) {
       s.feasible = false;
       s.note = r.note.empty() ? "not every request completed" : r.note;
       return s;

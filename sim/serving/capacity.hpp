@@ -7,7 +7,9 @@
 // keeps every replica's batch and KV as full as its scheduler allows — for any plan, disaggregated
 // ones included, and without guessing a client count that might under-fill a batch. It is measured
 // in the run's saturated window (SteadyWindow: from every replica's first batch turnover to the
-// first replica's last admission), and only trusted when that window holds at least
+// first replica's last admission; each replica of a backlog run stops at its own last admission,
+// ServingOptions::stop_at_last_admission, since its drain only costs steps), and only trusted
+// when that window holds at least
 // `min_turnovers` batch turnovers and its rate has converged: the window is cut into `batches`
 // equal spans, and the 95% interval of the mean of their rates (Student t) must be within
 // ±`rel_halfwidth` of it. The first backlog holds the whole trace (at least `start_requests`,
@@ -92,7 +94,8 @@ struct SaturatedThroughput {
   double turnovers = 0;           // completions in the window ÷ one batch turnover
   double rel_halfwidth = 0;       // of the 95% interval of the batch means, relative
   std::string note;               // why not feasible / not converged
-  Metrics metrics;                // of the last run (a backlog: its TTFT is queueing, not latency); with replicas > 1
+  Metrics metrics;                // of the last run (a backlog stopped at its last admission: the requests finished by
+                                  // then; its TTFT is queueing, not latency); with replicas > 1
                                   // its rates are the plan's, its counts those of the simulated replica
   std::string describe() const;   // "12,345 tok/s (converged: ±1.2%, 7.5 turnovers, 2,400 requests)"
 };

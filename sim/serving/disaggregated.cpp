@@ -126,6 +126,7 @@ ServingResult serve_disaggregated(const Plan& plan, const ModelSpec& model, cons
   const Plan prefill = prefill_pool(plan);
   ServingOptions pools = options;
   pools.slo_stop.reset();  // neither pool judges a request whole (ServingOptions::slo_stop)
+  pools.stop_at_last_admission = false;  // the decode pool's admissions wait on the prefill pool
 
   // 1. Prefill pool.
   const RequestTrace pre_trace = prefill_trace(trace);

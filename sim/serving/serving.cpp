@@ -128,6 +128,10 @@ class ReplicaSim {
       int e = next_engine();
       double t = ready_[static_cast<std::size_t>(e)];
       if (t == kNever || t >= limit) break;
+      if (stop_at_admission_ && waiting_.empty() && admissions_ > 0 && arrivals.next_time() == kNever) {
+        out_.drain_skipped = out_.drain_skipped || !running_.empty();  // the rest only drains (ServingOptions::stop_at_last_admission)
+        break;
+      }
       if (fast_step(e, t, arrivals.next_time())) continue;
       if (steps_ >= opt_.max_steps) break;
       materialize(e);
@@ -864,6 +868,8 @@ class ReplicaSim {
   std::vector<Seq> running_;
   std::vector<std::size_t> begin_;
   long admissions_ = 0;
+  // ServingOptions::stop_at_last_admission, where it applies (an offline, open-loop run)
+  const bool stop_at_admission_ = opt_.stop_at_last_admission && opt_.offline && opt_.concurrency <= 0 && opt_.decode_slots.empty();
   long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
   double pending_swap_ = 0;
   // Seconds a forward needs to stream the offloaded weights in (EngineSettings::weight_offload,
@@ -935,7 +941,9 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
   for (const auto& l : loads) {
     if (l.completions.empty()) continue;
     std::size_t k = static_cast<std::size_t>(std::max(1, l.peak_running));
-    w.start = std::max(w.start, k <= l.completions.size() ? l.completions[k - 1] : l.completions.back());
+    // (a replica that has not turned its peak batch over — a run stopped at its last admission
+    // before it did — has no saturated window)
+    w.start = std::max(w.start, k <= l.completions.size() ? l.completions[k - 1] : std::numeric_limits<double>::infinity());
     w.end = std::min(w.end, l.last_admission);
     turnover += l.peak_running;
   }

@@ -195,6 +195,11 @@ struct ServingOptions {
   // Set: the run stops as soon as it can no longer meet an SLO goal (SloStop). Not applied to
   // disaggregated plans, whose pools judge no request whole.
   std::optional<SloStop> slo_stop;
+  // An offline run (open loop, every request at t = 0) stops at each replica's last admission:
+  // what follows only drains, and the saturated window ends there (capacity.hpp's backlog runs,
+  // whose drain steps were most of their executed steps). The requests still running are left
+  // unfinished (ServingResult::drain_skipped). Not applied to disaggregated plans or closed loops.
+  bool stop_at_last_admission = false;
 };
 
 struct RequestResult {
@@ -321,6 +326,7 @@ struct ServingResult {
   DisaggReport disagg;            // disaggregated plans only
   bool rejected_any = false;      // some request can never fit (prompt + output > KV capacity)
   bool stopped_early = false;     // ServingOptions::slo_stop: the goal was already missed (incomplete)
+  bool drain_skipped = false;     // ServingOptions::stop_at_last_admission: some replica stopped with requests running
   long slo_misses[2][2] = {};     // requests counted against ServingOptions::slo_stop's allowances
   std::string note;               // e.g. why requests were rejected
 };

@@ -96,6 +96,7 @@ StepCosts::StepCosts(int buckets_per_octave, bool interpolate, bool interpolate_
       interpolate_(interpolate && buckets_per_octave > 0 && attention),
       interpolate_mixed_(interpolate_mixed && buckets_per_octave > 0 && attention),
       cost_class_(cost_class),
+      decode_stratum_{cost_class},
       cache_(cache),
       attention_(std::move(attention)) {}
 
@@ -118,10 +119,15 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
     family = &cache_.families[fkey];
   }
   StepTiming t;
+  // Plain decode (one token a sequence, each emitted): the decode fit's features and stratum.
+  const bool plain = family != nullptr && s.emits == static_cast<int>(s.sums[0]);
+  const MixedFeatures dx{s.sums[0], s.maxs[0]};
   if (family != nullptr && family->count >= kMinAnchors) {
     t = with_attention(family->mean, family->attention, attention_(batch));
     ++interpolated_;
   } else if (family != nullptr && from_neighbours(fkey, s.sums[0], batch, t)) {
+    ++interpolated_;
+  } else if (plain && cache_.decode.predict(decode_stratum_, dx, attention_(batch), t)) {
     ++interpolated_;
   } else {
     t = execute();
@@ -129,6 +135,7 @@ StepTiming StepCosts::timing(const ReplicaBatch& batch, const std::function<Step
       ++family->count;
       const double w = 1.0 / static_cast<double>(family->count);
       const AttentionCost a = attention_(batch);
+      if (plain) cache_.decode.add(decode_stratum_, dx, a, t);
       const double rest = t.makespan - a.critical, delta = rest - family->rest();  // Welford
       family->mean = family->count == 1 ? t : blend(family->mean, t, w);
       family->attention = family->count == 1 ? a : mix(family->attention, a, w);

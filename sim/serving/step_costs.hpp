@@ -14,7 +14,13 @@
 // group's decode tokens and emitted tokens; its timing is the family's mean over at least five
 // executed steps (each a routing sample), attention swapped — or, before it has five, the line
 // in decode tokens through its own and its neighbouring batch sizes' samples (two buckets either
-// way) once they bracket it (10% slack) and pin its rest to 0.5% standard error. A step with prompt chunks
+// way) once they bracket it (10% slack) and pin its rest to 0.5% standard error — or, failing
+// both, the precise local fit (MixedFit, as below, without its steady-line clause, within 25% of
+// its tokens) of all the
+// executed decode-only steps of its cost class near it, in its decode tokens and those outside its
+// largest group: a batch that shrinks or hovers (a drain, a paced run below saturation) visits a
+// new family almost every step, most of all under attention-DP, where the largest group moves
+// on its own. A step with prompt chunks
 // (about one per arriving request, and the costliest to execute; beside decode tokens or alone)
 // is fitted from the executed steps of its kind near it in tokens (MixedFit, step_fit.hpp).
 // Every other step is executed. Thread-safety: one StepCosts per thread; a shared StepCache is not
@@ -56,6 +62,7 @@ struct StepCache {
   std::map<ShapeKey, StepTiming> by_shape;   // bucketed shape → timing
   std::map<FamilyKey, CostFamily> families;  // decode family → its executed steps
   MixedFit mixed;                                    // executed mixed steps, by stratum
+  MixedFit decode{false, 1.25};                      // executed decode-only steps, by cost class (precise fits within ±25%)
 };
 
 class StepCosts {
@@ -86,6 +93,7 @@ class StepCosts {
   bool interpolate_;
   bool interpolate_mixed_;
   int cost_class_;
+  std::vector<int> decode_stratum_;  // the decode fit's stratum: the cost class
   StepCache& cache_;
   AttentionEstimator attention_;
   ShapeKey last_key_{};

@@ -11,7 +11,6 @@ namespace {
 
 constexpr auto kAttn = static_cast<std::size_t>(OpClass::Attention);
 
-constexpr double kSpan = 2.0;        // executed steps within this ratio of tokens are neighbours
 constexpr double kSlack = 1.1;       // a feature may lie this far beyond the neighbours' range
 constexpr double kMinSpread = 0.02;  // of the tokens: less spread in the outside tokens leaves them out
 constexpr int kMinNeighbours = 4;    // up to three coefficients, and some scatter to judge them by
@@ -19,6 +18,7 @@ constexpr int kMaxNeighbours = 24;   // the nearest in tokens, when more are wit
 constexpr double kPrecision = 0.005; // standard error of the fitted rest, relative
 constexpr double kMaxLeverage = 3;  // Σ|λ| beyond this is an ill-posed extrapolation
 constexpr double kMaxVariance = 0.5; // or Σλ² at most this: as steady as the line between two executed steps
+constexpr int kMinDof = 3;           // a precise-only fit's scatter is judged on at least this many degrees of freedom
 
 }  // namespace
 
@@ -61,12 +61,12 @@ void MixedFit::add(const std::vector<int>& stratum, const MixedFeatures& x, cons
 
 namespace {
 
-// The executed steps within kSpan of `tokens`, the nearest kMaxNeighbours in log tokens.
+// The executed steps within `span` of `tokens`, the nearest kMaxNeighbours in log tokens.
 template <class Anchor>
-std::vector<const Anchor*> neighbours(const std::vector<Anchor>& v, double tokens) {
+std::vector<const Anchor*> neighbours(const std::vector<Anchor>& v, double tokens, double span) {
   auto below = [](const Anchor& a, double t) { return a.x.tokens < t; };
-  auto lo = std::lower_bound(v.begin(), v.end(), tokens / kSpan, below);
-  auto hi = std::upper_bound(v.begin(), v.end(), tokens * kSpan, [](double t, const Anchor& a) { return t < a.x.tokens; });
+  auto lo = std::lower_bound(v.begin(), v.end(), tokens / span, below);
+  auto hi = std::upper_bound(v.begin(), v.end(), tokens * span, [](double t, const Anchor& a) { return t < a.x.tokens; });
   auto mid = std::lower_bound(lo, hi, tokens, below);
   std::vector<const Anchor*> near;
   for (auto l = mid, h = mid; static_cast<int>(near.size()) < kMaxNeighbours && (l != lo || h != hi);) {
@@ -83,7 +83,8 @@ std::vector<const Anchor*> neighbours(const std::vector<Anchor>& v, double token
 // tokens within kSlack, in outside tokens within kSlack − 1 of the tokens), when the weights are
 // an ill-posed extrapolation, or when the fit is neither precise (standard error from the scatter
 // about it) nor as steady as the line between two executed steps (Σλ² ≤ kMaxVariance).
-Eigen::VectorXd fit_weights(const std::vector<MixedFeatures>& xs, const Eigen::VectorXd& r, const MixedFeatures& x) {
+Eigen::VectorXd fit_weights(const std::vector<MixedFeatures>& xs, const Eigen::VectorXd& r, const MixedFeatures& x,
+                            bool steady_line) {
   const int n = static_cast<int>(xs.size());
   double t_lo = INFINITY, t_hi = 0, o_lo = INFINITY, o_hi = -INFINITY;
   for (const MixedFeatures& f : xs) {
@@ -114,11 +115,12 @@ Eigen::VectorXd fit_weights(const std::vector<MixedFeatures>& xs, const Eigen::V
   const Eigen::VectorXd lambda = (w.array() * (X * cod.solve(row(x))).array()).matrix();
   if (lambda.cwiseAbs().sum() > kMaxLeverage) return {};
   const Eigen::VectorXd e = r - X * cod.solve(X.transpose() * (w.array() * r.array()).matrix());
+  if (!steady_line && n - cod.rank() < kMinDof) return {};
   const double dof = std::max(1.0, static_cast<double>(n - cod.rank()));
   const double s2 = (w.array() * e.array().square()).sum() / w.sum() * n / dof;
   const double rest = lambda.dot(r);
   if (!(rest > 0)) return {};
-  if (std::sqrt(s2 * lambda.squaredNorm()) > kPrecision * rest && lambda.squaredNorm() > kMaxVariance) return {};
+  if (std::sqrt(s2 * lambda.squaredNorm()) > kPrecision * rest && (!steady_line || lambda.squaredNorm() > kMaxVariance)) return {};
   return lambda;
 }
 
@@ -128,7 +130,7 @@ bool MixedFit::predict(const std::vector<int>& stratum, const MixedFeatures& x, 
                        StepTiming& out) const {
   auto s = strata_.find(stratum);
   if (s == strata_.end() || x.tokens <= 0) return false;
-  const std::vector<const Anchor*> near = neighbours(s->second, x.tokens);
+  const std::vector<const Anchor*> near = neighbours(s->second, x.tokens, span_);
   const int n = static_cast<int>(near.size());
   if (n < kMinNeighbours) return false;
   std::vector<MixedFeatures> xs;
@@ -137,7 +139,7 @@ bool MixedFit::predict(const std::vector<int>& stratum, const MixedFeatures& x, 
     xs.push_back(near[static_cast<std::size_t>(i)]->x);
     r(i) = near[static_cast<std::size_t>(i)]->timing.makespan - near[static_cast<std::size_t>(i)]->attention.critical;
   }
-  const Eigen::VectorXd lambda = fit_weights(xs, r, x);
+  const Eigen::VectorXd lambda = fit_weights(xs, r, x, steady_line_);
   if (lambda.size() == 0) return false;
   std::vector<std::pair<const StepTiming*, double>> parts;
   AttentionCost from;

@@ -9,7 +9,7 @@
 // through it). MixedFit keeps the executed mixed steps of each stratum (whether decode tokens are
 // beside the chunks, cost class) and times a new step by
 // weighted least squares of the rest (makespan less critical attention) in its tokens and in the
-// tokens outside that group, over the nearest executed steps within 2× of its tokens (at least
+// tokens outside that group, over the nearest executed steps within 2× (`span`) of its tokens (at least
 // four, a triangular kernel in log tokens). The timing is the fit's weights applied to every
 // field of those steps' timings, attention swapped — once they bracket the step (10% slack) and
 // the fit is either precise (standard error within 0.5% of the rest, from their scatter about
@@ -47,6 +47,13 @@ struct MixedFeatures {
 
 class MixedFit {
  public:
+  // `steady_line`: a fit that is not precise may still stand when it is as steady as the line
+  // between two executed steps (mixed steps); false: only a precise fit stands, from at least
+  // three degrees of freedom (decode-only steps, whose families otherwise wait for five samples).
+  // `span`: executed steps within this ratio of a step's tokens are its neighbours (a decode
+  // step's rest is concave in its tokens — distinct experts saturate — so a line across a wide
+  // span would run below it).
+  explicit MixedFit(bool steady_line = true, double span = 2.0) : steady_line_(steady_line), span_(span) {}
   // The timing of a step of `stratum` with features `x` and attention `attention`, fitted from the
   // executed steps near it; false when they do not pin it (execute it and add() it).
   bool predict(const std::vector<int>& stratum, const MixedFeatures& x, const AttentionCost& attention,
@@ -61,6 +68,8 @@ class MixedFit {
     StepTiming timing;
   };
   std::map<std::vector<int>, std::vector<Anchor>> strata_;  // each sorted by tokens
+  bool steady_line_ = true;
+  double span_ = 2.0;
 };
 
 }  // namespace shardsim

@@ -105,6 +105,33 @@ TEST_CASE("saturated throughput: a trace too short to converge is extended, and 
   CHECK(capped.describe().find("NOT converged") != std::string::npos);
 }
 
+TEST_CASE("backlog runs stop at their last admission: the same saturated window and rate, without the drain") {
+  Dense d;
+  const RequestTrace backlog = capacity_sample(d.population, 1500, 1, false);
+  ServingOptions o;
+  o.offline = true;
+  const ServingResult whole = shardsim::serve(d.plan, d.model, d.cluster, backlog, nullptr, d.ex, o);
+  o.stop_at_last_admission = true;
+  const ServingResult cut = shardsim::serve(d.plan, d.model, d.cluster, backlog, nullptr, d.ex, o);
+  REQUIRE(whole.steady.seconds() > 0);
+  CHECK_FALSE(whole.drain_skipped);
+  CHECK(cut.drain_skipped);
+  CHECK(cut.steady.start == whole.steady.start);
+  CHECK(cut.steady.end == whole.steady.end);
+  CHECK(cut.steady.tokens == whole.steady.tokens);
+  CHECK(cut.steady.completions == whole.steady.completions);
+  CHECK(cut.breakdown.steps < whole.breakdown.steps);
+  long unfinished = 0;
+  for (const auto& r : cut.requests) unfinished += r.completed ? 0 : 1;
+  CHECK(unfinished > 0);
+  // Not for runs that must finish their requests: a paced run ignores it.
+  ServingOptions paced;
+  paced.stop_at_last_admission = true;
+  const ServingResult p = shardsim::serve(d.plan, d.model, d.cluster, head(d.population, 300), nullptr, d.ex, paced);
+  CHECK_FALSE(p.drain_skipped);
+  for (const auto& r : p.requests) CHECK(r.completed);
+}
+
 TEST_CASE("capacity under an SLO: never above the saturated rate — a goal nothing meets is infeasible") {
   Dense d;
   CapacityOptions o;

@@ -192,6 +192,50 @@ TEST_CASE("step costs: attention-DP decode steps of one size share a family howe
   CHECK(run.executed == 6);
 }
 
+TEST_CASE("step costs: attention-DP decode steps of new families are fitted from all executed decode steps once the fit is precise") {
+  // Four groups; expert time 1 ms per decode token plus 0.5 ms per token of the largest group
+  // (its dispatch is on the critical path). Every (batch, largest group) pair is its own family.
+  auto group_batch = [](const std::vector<int>& seqs) {
+    ReplicaBatch b;
+    b.groups.resize(4);
+    std::uint32_t id = 0;
+    for (std::size_t g = 0; g < seqs.size(); ++g)
+      for (int i = 0; i < seqs[g]; ++i, ++id) b.groups[g].push_back(SeqWork{id, 500, 1, 500, true, 0});
+    return b;
+  };
+  auto rest = [](const ReplicaBatch& b) {
+    double n = 0, big = 0;
+    for (const auto& g : b.groups) {
+      n += static_cast<double>(g.size());
+      big = std::max(big, static_cast<double>(g.size()));
+    }
+    return 1e-3 * n + 0.5e-3 * big;
+  };
+  StepCache cache;
+  StepCosts costs(12, true, true, 0, cache, mock_attention);
+  Counted run{costs, [&](const ReplicaBatch& b) { return step_of(b, rest(b)); }};
+  const std::vector<std::vector<int>> executed = {{5, 5, 5, 5}, {6, 5, 5, 5}, {8, 4, 4, 4}, {6, 6, 6, 6}, {9, 5, 5, 5}, {7, 6, 6, 6}};
+  for (const auto& x : executed) run(group_batch(x));
+  REQUIRE(run.executed == 6);  // each a family of its own, none with a neighbour to pool
+  const ReplicaBatch b = group_batch({7, 6, 5, 4});  // 22 tokens, largest group 7: a new family, bracketed
+  // (20-25 tokens, 12-18 outside the largest group: all within 25% of its tokens)
+  const StepTiming t = run(b);
+  CHECK(run.executed == 6);
+  CHECK(t.critical[kExperts] == doctest::Approx(rest(b)));
+  CHECK(t.makespan == doctest::Approx(step_of(b, rest(b)).makespan));
+
+  // The same steps with routing luck (±20% from step to step): the fit is not precise and does
+  // not stand in (no steady-line clause for decode steps); the new family is executed.
+  StepCache noisy_cache;
+  StepCosts noisy(12, true, true, 0, noisy_cache, mock_attention);
+  int k = 0;
+  Counted run2{noisy, [&](const ReplicaBatch& x) { return step_of(x, rest(x) * (k++ % 2 ? 1.2 : 0.8)); }};
+  for (const auto& x : executed) run2(group_batch(x));
+  REQUIRE(run2.executed == 6);
+  run2(group_batch({7, 6, 5, 4}));
+  CHECK(run2.executed == 7);
+}
+
 TEST_CASE("step costs: memoised shapes are reused, interpolation can be switched off") {
   StepCache cache;
   StepCosts off(12, false, true, 0, cache);
