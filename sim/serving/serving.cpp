@@ -472,6 +472,7 @@ class ReplicaSim {
   // work is that of the busiest rank, not of the whole engine (issue 42, defect 1).
   double advance_clock(double t, const StepTiming& timing, int seqs, double* first_stage = nullptr) {
     accumulate(out_.breakdown, timing);
+    if (opt_.on_step) opt_.on_step(timing);
     // Host: the scheduler's fixed and per-sequence work, swaps, and — without CUDA graphs — kernel
     // launches, which stretch the GPU time when the host cannot keep ahead.
     double host = eng_.step_overhead + eng_.seq_overhead * seqs + pending_swap_;

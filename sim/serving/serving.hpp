@@ -181,6 +181,9 @@ struct ServingOptions {
   // judges one replica's requests instead of all. std::logic_error with a disaggregated plan, a
   // closed loop or decode slots.
   bool replica_share = false;
+  // Called for every step the loop runs or fast-forwards, with the timing its clock advances by
+  // (after transform_timing), in simulation order per replica.
+  std::function<void(const StepTiming& timing)> on_step;
   // Called for every step that is executed (not memoised), in simulation order per replica.
   std::function<void(int replica, const ReplicaBatch& batch, const StepTiming& timing)> on_executed_step;
   // A step cache shared between serve() calls (the simgrid tier's two passes); null = one for this

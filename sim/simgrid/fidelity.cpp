@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <thread>
 
 #include "sim/step/analytic_executor.hpp"
@@ -142,14 +143,16 @@ StepTiming scaled(StepTiming t, double r) {
 }
 
 // The SimGrid/analytic ratio of the sample nearest to an analytic step time (log distance).
-double nearest_ratio(const std::vector<std::pair<double, double>>& samples, double makespan) {
-  if (samples.empty() || makespan <= 0) return 1.0;
-  double best = 1.0, dist = 1e300;
-  for (auto [m, r] : samples) {
-    double d = std::abs(std::log(makespan / m));
+// The sample nearest a step by analytic step time (log distance); −1 when there is none.
+long nearest_sample(const std::vector<std::pair<double, double>>& samples, double makespan) {
+  if (samples.empty() || makespan <= 0) return -1;
+  long best = -1;
+  double dist = 1e300;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double d = std::abs(std::log(makespan / samples[i].first));
     if (d < dist) {
       dist = d;
-      best = r;
+      best = static_cast<long>(i);
     }
   }
   return best;
@@ -296,6 +299,19 @@ ServingResult serve_disaggregated_at_fidelity(Tier tier, const Plan& plan, const
 
 }  // namespace
 
+void RunWeightedSlowdown::add(std::size_t sample, const std::array<double, 4>& coll_by_kind, double repeats) {
+  const auto& s = slowdowns_.at(sample);
+  for (std::size_t k = 0; k < 5; ++k) {
+    const double t = repeats * coll_by_kind[std::min<std::size_t>(k, 3)];  // sends: the all-to-all slot
+    analytic_[k] += t;
+    stretched_[k] += t * s[k];
+  }
+}
+
+double RunWeightedSlowdown::slowdown(std::size_t k, double fallback) const {
+  return analytic_.at(k) > 0 ? stretched_[k] / analytic_[k] : fallback;
+}
+
 std::unique_ptr<SimgridRunner> make_in_process_runner() { return std::make_unique<InProcessRunner>(); }
 std::unique_ptr<SimgridRunner> make_pool_runner(WorkerPool& pool) { return std::make_unique<PoolRunner>(pool); }
 
@@ -409,6 +425,7 @@ ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& mo
   }
   std::vector<SimgridStepResult> results = runner->run(cluster_spec, programs);
   std::vector<std::pair<double, double>> ratio_by_time;
+  std::vector<std::array<double, 5>> slowdowns;  // per successful sample, per kind (RunWeightedSlowdown)
   std::vector<double> ratios;
   for (std::size_t i = 0; i < results.size(); ++i) {
     report.sampled_steps++;
@@ -420,6 +437,10 @@ ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& mo
     double r = reduced_analytic[i] > 0 ? results[i].timing.makespan / reduced_analytic[i] : 1.0;
     ratio_by_time.push_back({recs[picked[i]].makespan, r});
     ratios.push_back(r);
+    std::array<double, 5> s{};
+    for (std::size_t k = 0; k < 5; ++k)
+      s[k] = results[i].analytic_seconds[k] > 0 ? results[i].simgrid_seconds[k] / results[i].analytic_seconds[k] : 1.0;
+    slowdowns.push_back(s);
   }
   aggregate(results, report);
   std::sort(ratios.begin(), ratios.end());
@@ -430,8 +451,22 @@ ServingResult serve_at_fidelity(Tier tier, const Plan& plan, const ModelSpec& mo
   }
   ServingOptions o2 = options;
   o2.step_cache = o1.step_cache;
-  o2.transform_timing = [ratio_by_time](const StepTiming& t) { return scaled(t, nearest_ratio(ratio_by_time, t.makespan)); };
+  // Each step stretched by its nearest sample's ratio; the contention figure weighs each sample
+  // by the steps it stretched — fast-forwarded ones replay a stretched timing, found again by
+  // its makespan — rather than each sample alike.
+  RunWeightedSlowdown weighted(slowdowns);
+  std::unordered_map<double, std::pair<std::size_t, std::array<double, 4>>> stretched;  // stretched makespan → sample, analytic coll time
+  o2.transform_timing = [&](const StepTiming& t) {
+    const long i = nearest_sample(ratio_by_time, t.makespan);
+    StepTiming tt = scaled(t, i < 0 ? 1.0 : ratio_by_time[static_cast<std::size_t>(i)].second);
+    if (i >= 0) stretched[tt.makespan] = {static_cast<std::size_t>(i), t.coll_by_kind};
+    return tt;
+  };
+  o2.on_step = [&](const StepTiming& t) {
+    if (auto f = stretched.find(t.makespan); f != stretched.end()) weighted.add(f->second.first, f->second.second);
+  };
   ServingResult r = serve(plan, model, cluster, trace, routing, analytic, o2);
+  for (std::size_t k = 0; k < 5; ++k) report.slowdown[k] = weighted.slowdown(k, report.slowdown[k]);
   // Pass 2 executes only shapes pass 1 did not meet; the steps this result cost are both passes'.
   r.breakdown.executed_steps += first.breakdown.executed_steps;
   r.breakdown.executed_chunk_steps += first.breakdown.executed_chunk_steps;

@@ -51,6 +51,23 @@ class SimgridRunner {
   virtual std::uint64_t restarts() const { return 0; }
 };
 
+// The simgrid tier's contention figure over a run: each step's contention-free collective time
+// by kind (StepTiming::coll_by_kind; sends count in the all-to-all slot, so the sends figure is
+// weighed by it too) times the per-kind slowdown of the sample that stands for the step.
+class RunWeightedSlowdown {
+ public:
+  // `slowdowns`: per sample, per CollKind + sends, SimGrid over analytic (1 where it ran none).
+  explicit RunWeightedSlowdown(std::vector<std::array<double, 5>> slowdowns) : slowdowns_(std::move(slowdowns)) {}
+  // One step (or `repeats` alike ones) stood for by sample i.
+  void add(std::size_t sample, const std::array<double, 4>& coll_by_kind, double repeats = 1);
+  // Kind k over the steps added; `fallback` when they spent no time in it.
+  double slowdown(std::size_t k, double fallback) const;
+
+ private:
+  std::vector<std::array<double, 5>> slowdowns_;
+  std::array<double, 5> analytic_{}, stretched_{};
+};
+
 // Runs in this process (one SimGrid Engine for the whole process). Not thread-safe.
 std::unique_ptr<SimgridRunner> make_in_process_runner();
 // Runs in the worker pool, programs in parallel (one call per program from a few threads).
@@ -65,7 +82,12 @@ struct FidelityReport {
   long failed = 0;                 // SimGrid evaluations that failed (worker died, error)
   long worker_restarts = 0;        // worker processes restarted during this run
   double ratio_min = 1, ratio_median = 1, ratio_max = 1;  // SimGrid / analytic step time
-  std::array<double, 5> slowdown{1, 1, 1, 1, 1};         // per CollKind + sends, Σ SimGrid / Σ analytic
+  // Per CollKind + sends, SimGrid time over contention-free time. Full tier: Σ over every step.
+  // Simgrid tier: over the run — each step's analytic time of that kind (fast-forwarded steps
+  // included) times the slowdown of the sample that stretched it, over the steps' analytic time
+  // (RunWeightedSlowdown); a plain sum over the sampled steps would weigh each stratum of the
+  // sample alike, and move with which steps the fast path happened to execute.
+  std::array<double, 5> slowdown{1, 1, 1, 1, 1};
   std::array<int, 5> ops{};        // operations of each kind in the sampled programs
   int most_loaded_class = -1;      // LinkClass busiest in the most samples
   // Per link direction, over the steps run in SimGrid (a sample's representative layers at the

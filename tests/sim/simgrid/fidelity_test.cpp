@@ -167,6 +167,25 @@ TEST_CASE("fidelity: the simgrid tier charges contention to communication, not t
   CHECK(s.breakdown.step_time - a.breakdown.step_time == doctest::Approx(comm_s - comm_a).epsilon(1e-6));
 }
 
+TEST_CASE("fidelity: the simgrid tier's contention figure weighs each sample by the run time it stands for") {
+  // Two samples: all-to-all 1.0× (a decode step, 9 of the run's 10 steps) and 2.0× with sends
+  // 3.0× (a large step, 1 of 10). Per sample alike the all-to-all would read 1.5×; over the run
+  // it is 1.1×, the sends (weighed by the all-to-all slot they share) 1.2×.
+  RunWeightedSlowdown w({{1, 1, 1, 1.0, 1.0}, {1, 1, 1, 2.0, 3.0}});
+  const std::array<double, 4> a2a{0, 0, 0, 1e-3};
+  w.add(0, a2a, 9);
+  w.add(1, a2a);
+  CHECK(w.slowdown(3, 0) == doctest::Approx(1.1));
+  CHECK(w.slowdown(4, 0) == doctest::Approx(1.2));
+  // No all-reduce time in any step: the fallback (the samples' own figure) stands.
+  CHECK(w.slowdown(0, 1.7) == 1.7);
+  // Time-weighted, not step-counted: one large step of ten times the time tips it.
+  RunWeightedSlowdown v({{1, 1, 1, 1.0, 1.0}, {1, 1, 1, 2.0, 1.0}});
+  v.add(0, a2a, 9);
+  v.add(1, {0, 0, 0, 9e-3});
+  CHECK(v.slowdown(3, 0) == doctest::Approx(1.5));
+}
+
 TEST_CASE("fidelity: per-link loads of the SimGrid steps, every link direction listed, busiest first") {
   ContendedRun w(20);
   auto& [m, spec, c, p, t, routing, o] = w;
