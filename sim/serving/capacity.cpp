@@ -238,6 +238,7 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     Metrics whole;
     ServingResult r = serve(t, po, whole);
     scale_rates(whole, k);
+    c.probe_log.push_back({rate, false, r.stopped_early, whole.completed});
     if (r.stopped_early) {
       ++c.stopped_probes;
       return false;
@@ -249,7 +250,8 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
       if (q.arrival >= half) late.requests.push_back(q);
     judged = summarize(late, so, 1);
     scale_rates(judged, k);
-    return goal.met(judged) && goal.met(whole);
+    c.probe_log.back().met = goal.met(judged) && goal.met(whole);
+    return c.probe_log.back().met;
   };
   Metrics m;
   if (probe(mu, m)) {

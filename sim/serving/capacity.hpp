@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
@@ -104,6 +105,14 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
                                          const ServingOptions& base, const CapacityOptions& opt);
 
 struct SloCapacity {
+  // One probe, in the order run: its rate, its verdict, and — stopped as soon as its misses
+  // decided it — the requests of its replica finished by then (of `probe_requests`' share).
+  struct Probe {
+    double rate = 0;
+    bool met = false;
+    bool stopped = false;
+    long finished = 0;
+  };
   bool feasible = false;          // some probed rate met the goal
   double rate = 0;                // req/s: the highest probed rate that met it
   double min_failing = 0;         // the lowest probed rate above it that did not (0: none did)
@@ -112,6 +121,7 @@ struct SloCapacity {
   int probes = 0;                 // rate runs (the saturated runs are in saturated.runs)
   int stopped_probes = 0;         // of them, stopped as soon as they missed the goal
   long probe_requests = 0;        // requests per probe
+  std::vector<Probe> probe_log;   // every probe, in order (probes of them)
   SaturatedThroughput saturated;
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above
   std::string note;

@@ -306,10 +306,25 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
     << "               to the first replica's last admission, extended until it holds 3 turnovers and its 10 batch\n"
     << "               means give a 95% interval within ±2%\n";
   o << "  under SLO    " << ei.goal.describe() << ": " << c.describe() << "\n";
+  if (!c.probe_log.empty()) {  // how the search went: the saturated rate, then down, then bisection
+    o << "  probes       ";
+    for (std::size_t i = 0; i < c.probe_log.size(); ++i) {
+      const auto& p = c.probe_log[i];
+      o << (i > 0 ? ", " : "") << readable(p.rate, 3) << (p.met ? " met" : " missed");
+      if (p.stopped) o << " (stopped, " << readable(static_cast<double>(p.finished)) << " finished)";
+    }
+    o << " — req/s, in order; each probe " << readable(static_cast<double>(c.probe_requests)) << " requests";
+    if (t.replicas > 1)
+      o << " (replica 0's share of " << readable(static_cast<double>(c.probe_requests / t.replicas)) << " simulated)";
+    o << "\n";
+  }
   if (c.feasible)
     o << "               at that rate (" << (ei.arrivals == Arrival::Trace ? "the trace's arrival shape" : "Poisson")
       << ", second half of " << readable(static_cast<double>(c.probe_requests)) << " requests): TTFT p99 "
       << f("%.1f ms", c.at_rate.ttft_ms.p99) << ", TPOT p99 " << f("%.2f ms", c.at_rate.tpot_ms.p99) << "\n";
+  json probe_log = json::array();
+  for (const auto& p : c.probe_log)
+    probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished}});
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
                   {"runs", t.runs}, {"window_s", json::array({t.window_start, t.window_end})},
@@ -320,6 +335,7 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
                    {"min_failing_req_s", c.min_failing}, {"at_saturation", c.at_saturation},
                    {"output_tok_s", c.output_tok_s}, {"probes", c.probes},
                    {"stopped_probes", c.stopped_probes}, {"probe_requests", c.probe_requests}, {"note", c.note},
+                   {"probe_log", probe_log},
                    {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99}}},
           {"population", L.population.requests.size()}, {"seed", opt.in.seed}};
 }

@@ -170,6 +170,20 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
     CHECK(quick.probes == whole.probes);
     CHECK(quick.stopped_probes > 0);
     CHECK(whole.stopped_probes == 0);
+    // The log holds every probe in order, the same verdicts both ways; the first is the saturated
+    // rate, the reported rate the highest one met, and a stopped probe finished fewer requests.
+    REQUIRE(quick.probe_log.size() == static_cast<std::size_t>(quick.probes));
+    REQUIRE(whole.probe_log.size() == quick.probe_log.size());
+    CHECK(quick.probe_log.front().rate == quick.saturated.request_s);
+    double best = 0;
+    for (std::size_t i = 0; i < quick.probe_log.size(); ++i) {
+      const auto& p = quick.probe_log[i];
+      CHECK(p.rate == whole.probe_log[i].rate);
+      CHECK(p.met == whole.probe_log[i].met);
+      if (p.met) best = std::max(best, p.rate);
+      if (p.stopped) CHECK(p.finished < whole.probe_log[i].finished);
+    }
+    CHECK(best == quick.rate);
   }
 }
 
@@ -306,6 +320,9 @@ TEST_CASE("simulate --capacity: both measures with how they were measured — no
   CHECK(r.out.find("  saturated    ") != std::string::npos);
   CHECK(r.out.find("(converged: 95% interval ±") != std::string::npos);
   CHECK(r.out.find("  under SLO    ") != std::string::npos);
+  // Every probe in order, with its verdict: the first is the saturated rate.
+  CHECK(r.out.find("  probes       ") != std::string::npos);
+  CHECK(r.out.find(" — req/s, in order; each probe ") != std::string::npos);
   // More requests than the trace holds: said in the report body.
   r = test::run_cli(common + "--requests 900 --offline");
   REQUIRE(r.exit_code == 0);
