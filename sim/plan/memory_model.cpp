@@ -126,14 +126,18 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     // model's last kind beside the LM head, with its own KV, and its 2h → h input projection
     // (DeepSeek-V3's MTP module; an EAGLE head).
     const bool head = st.lm_head && plan.engine.spec_tokens > 0;
+    double head_bytes = 0;  // in the draft head's own types (Dtypes::draft)
     if (head) {
-      add_layer(layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1)));
-      w += 2.0 * h * h / std::max(d.tp, 1);
+      const Dtypes dt = plan.dtypes.draft();
+      const LayerWeights lw = layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1));
+      head_bytes = (lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router + 2.0 * h * h / std::max(d.tp, 1)) *
+                       bytes_of(dt.weights) +
+                   lw.attention * bytes_of(dt.attn_weights());
     }
     double vh = static_cast<double>(m.vocab) * h;
     if (st.embed) w += split(vh, plan.shard(Op::Embed), d.tp);
     if (st.lm_head && !(m.tied_embeddings && st.embed)) w += split(vh, plan.shard(Op::LmHead), d.tp) + h;
-    st.weights = w * wb + w_attn * bytes_of(plan.dtypes.attn_weights());
+    st.weights = w * wb + w_attn * bytes_of(plan.dtypes.attn_weights()) + head_bytes;
     // Weights offloaded to host memory (EngineSettings::weight_offload): what stays, plus a
     // prefetch buffer of two layers' share of the offloaded bytes.
     if (plan.engine.weight_offload > 0 && st.layers > 0) {

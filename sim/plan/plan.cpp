@@ -177,6 +177,7 @@ std::string Dtypes::describe() const {
   if (attention_weights && *attention_weights != weights)
     s += ", attention projections " + up(*attention_weights) + (attn_projection_math() == Dtype::BF16 ? " in BF16" : "");
   if (attention) s += ", " + up(*attention) + " attention";
+  if (draft_weights && *draft_weights != weights) s += ", draft head " + up(*draft_weights);
   return s + ", " + up(kv) + " KV cache)";
 }
 
@@ -292,6 +293,8 @@ Plan pool_from_string(const std::string& text, int gpus, const PlanDefaults& def
       plan.dtypes.attention = parse_attention_dtype(value, src, key);
     } else if (key == "attn_weights") {
       plan.dtypes.attention_weights = parse_dtype_or_throw(value, src, key);
+    } else if (key == "draft_weights") {
+      plan.dtypes.draft_weights = parse_dtype_or_throw(value, src, key);
     } else if (set_engine_key(plan.engine, key, value, src)) {
     } else if (key == "mapping") {
       std::vector<std::string> names;
@@ -387,6 +390,8 @@ Plan pool_from_json(JsonObject& root, const std::string& source, int gpus, const
     if (d.has("attention")) plan.dtypes.attention = parse_attention_dtype(d.string("attention"), source, d.pointer("attention"));
     if (d.has("attention_weights"))
       plan.dtypes.attention_weights = parse_dtype_or_throw(d.string("attention_weights"), source, d.pointer("attention_weights"));
+    if (d.has("draft_weights"))
+      plan.dtypes.draft_weights = parse_dtype_or_throw(d.string("draft_weights"), source, d.pointer("draft_weights"));
     d.finish();
   }
   plan.allow_cross_node_tp = root.boolean_or("allow_cross_node_tp", false);
@@ -460,6 +465,7 @@ json plan_to_json(const Plan& p) {
                  {"kv", to_string(p.dtypes.kv)}};
   if (p.dtypes.attention) j["dtypes"]["attention"] = to_string(*p.dtypes.attention);
   if (p.dtypes.attention_weights) j["dtypes"]["attention_weights"] = to_string(*p.dtypes.attention_weights);
+  if (p.dtypes.draft_weights) j["dtypes"]["draft_weights"] = to_string(*p.dtypes.draft_weights);
   j["allow_cross_node_tp"] = p.allow_cross_node_tp;
   if (p.redundant_experts > 0) j["redundant_experts"] = p.redundant_experts;
   return j;
@@ -489,6 +495,7 @@ std::string plan_text(const Plan& p, bool experts) {
   if (p.dtypes.kv != Dtype::BF16) add("kv", to_string(p.dtypes.kv));
   if (p.dtypes.attention) add("attn", to_string(*p.dtypes.attention));
   if (p.dtypes.attention_weights) add("attn_weights", to_string(*p.dtypes.attention_weights));
+  if (p.dtypes.draft_weights) add("draft_weights", to_string(*p.dtypes.draft_weights));
   if (p.mapping != def.mapping) {
     std::string m;
     for (MapDim d : p.mapping) {

@@ -62,7 +62,17 @@ struct Dtypes {
   // NVFP4 checkpoints of DeepSeek-R1 quantise the FFNs and experts and keep attention in BF16 or
   // FP8. Unset: `weights`.
   std::optional<Dtype> attention_weights;
+  // The speculative draft head's weights (key "draft_weights": its projections, attention
+  // included, and their GEMMs' math with the plan's activations), when they differ: TensorRT-LLM's
+  // NVFP4 DeepSeek-R1 keeps its MTP layers in BF16. Unset: as the main model's layers.
+  std::optional<Dtype> draft_weights;
   bool operator==(const Dtypes&) const = default;
+  // The draft head's types: the plan's, or every projection in draft_weights.
+  Dtypes draft() const {
+    Dtypes d = *this;
+    if (draft_weights) d.weights = *draft_weights, d.attention_weights = *draft_weights;
+    return d;
+  }
   // The attention projections' weight type, and the type their GEMMs run in (math() with it).
   Dtype attn_weights() const { return attention_weights.value_or(weights); }
   Dtype attn_projection_math() const {

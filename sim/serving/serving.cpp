@@ -66,6 +66,13 @@ int kernels_per_step(const StepProgram& p) {
   return n.empty() ? 0 : static_cast<int>(std::lround(*std::max_element(n.begin(), n.end())));
 }
 
+// The plan the draft head runs under: the plan with the draft head's types (Dtypes::draft).
+Plan draft_plan(const Plan& plan) {
+  Plan p = plan;
+  p.dtypes = plan.dtypes.draft();
+  return p;
+}
+
 class ReplicaSim {
  public:
   ReplicaSim(int replica, int key_replica, const Plan& plan, const ModelSpec& model, const Cluster& cluster,
@@ -75,7 +82,7 @@ class ReplicaSim {
         lowering_(plan, model, cluster, routing, replica, folded(opt, experts, run_fold(opt, plan, model))),
         draft_model_(plan.engine.spec_tokens > 0 ? draft_head_model(model) : ModelSpec{}),
         draft_(plan.engine.spec_tokens > 0
-                   ? std::make_unique<Lowering>(plan, draft_model_, cluster, routing, replica, folded(opt, experts, 1))
+                   ? std::make_unique<Lowering>(draft_plan(plan), draft_model_, cluster, routing, replica, folded(opt, experts, 1))
                    : nullptr),
         unfolded_(opt.fold_moe_layers > 0 && replica == 0 && opt.timeline_steps > 0
                       ? std::make_unique<Lowering>(plan, model, cluster, routing, replica, folded(opt, experts, 0))

@@ -143,3 +143,31 @@ TEST_CASE("precision: attention projections may keep their own weight type (NVFP
   // why TensorRT-LLM's minimum-latency DeepSeek-R1 recipe keeps attention in BF16.
   CHECK(b.tpot_ms.p50 < 0.95 * a.tpot_ms.p50);
 }
+
+TEST_CASE("precision: the speculative draft head may keep its own weight type (BF16 MTP layers beside NVFP4)") {
+  ModelSpec m = load_model("deepseek-v3");
+  Cluster c = load_cluster("dgx-b200:1");
+  const PlanDefaults def = plan_defaults(m);
+  const std::string base = "tp=8,ep=4,etp=2,weights=fp4,act=fp4,attn_weights=bf16,spec_tokens=1,spec_accept=0.9";
+  const Plan same = plan_from_string(base, 8, def);
+  const Plan bf16 = plan_from_string(base + ",draft_weights=bf16", 8, def);
+  REQUIRE(bf16.dtypes.draft_weights == Dtype::BF16);
+  CHECK(bf16.dtypes.draft().weights == Dtype::BF16);
+  CHECK(bf16.dtypes.draft().math() == Dtype::BF16);
+  CHECK(same.dtypes.draft() == same.dtypes);  // unset: the head runs as the main model's layers
+  CHECK(plan_to_string(bf16).find("draft_weights=bf16") != std::string::npos);
+  CHECK(plan_from_json(plan_to_json(bf16), "p.json", 8, def).dtypes == bf16.dtypes);
+  // The head's layer in BF16 holds 4× the bytes of its NVFP4 experts: more memory, and only there
+  // (without speculation the setting moves nothing).
+  CHECK(plan_memory(bf16, m, c).worst().weights > plan_memory(same, m, c).worst().weights + 1e9);
+  const Plan plain = plan_from_string("tp=8,ep=4,etp=2,weights=fp4,act=fp4", 8, def);
+  const Plan plain_bf16 = plan_from_string("tp=8,ep=4,etp=2,weights=fp4,act=fp4,draft_weights=bf16", 8, def);
+  CHECK(plan_memory(plain_bf16, m, c).worst().weights == plan_memory(plain, m, c).worst().weights);
+  // And the draft pass is priced in its own types: the step differs.
+  RequestTrace t;
+  t.requests.push_back(Request{0, 512, 64, {}});
+  AnalyticExecutor ex(c);
+  ServingOptions o;
+  const ServingResult a = serve(same, m, c, t, nullptr, ex, o), b = serve(bf16, m, c, t, nullptr, ex, o);
+  CHECK(a.breakdown.step_time != doctest::Approx(b.breakdown.step_time).epsilon(1e-4));
+}
