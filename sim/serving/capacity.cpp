@@ -123,6 +123,8 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
     const ServingResult r = serve(sample, so, m);
     scale_rates(m, k);
     ++s.runs;
+    s.simulated_requests += static_cast<long>(sample.requests.size());
+    s.executed_steps += r.breakdown.executed_steps;
     s.requests = n;
     s.metrics = m;
     if (r.rejected_any || (m.completed < m.requests && !r.drain_skipped)) {
@@ -238,6 +240,8 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     Metrics whole;
     ServingResult r = serve(t, po, whole);
     scale_rates(whole, k);
+    for (const auto& q : r.requests) c.simulated_requests += q.admitted >= 0 ? 1 : 0;  // a stopped probe: up to its stop
+    c.executed_steps += r.breakdown.executed_steps;
     c.probe_log.push_back({rate, false, r.stopped_early, whole.completed});
     if (r.stopped_early) {
       ++c.stopped_probes;

@@ -91,6 +91,8 @@ struct SaturatedThroughput {
   int replicas = 1;               // CapacityOptions::replicas: 1 simulated stood for this many
   long turnover_requests = 0;     // the first sample whose window held min_turnovers turnovers (0: none)
   int runs = 0;                   // serving runs spent (the extensions)
+  long simulated_requests = 0;    // what those runs cost: requests simulated (one replica's share when replicas > 1)
+  long executed_steps = 0;        //   and steps lowered and run (the rest memoised, fitted or fast-forwarded)
   double window_start = 0, window_end = 0;
   double turnovers = 0;           // completions in the window ÷ one batch turnover
   double rel_halfwidth = 0;       // of the 95% interval of the batch means, relative
@@ -121,6 +123,8 @@ struct SloCapacity {
   int probes = 0;                 // rate runs (the saturated runs are in saturated.runs)
   int stopped_probes = 0;         // of them, stopped as soon as they missed the goal
   long probe_requests = 0;        // requests per probe
+  long simulated_requests = 0;    // what the probes cost: requests admitted (a stopped one's up to its stop; one replica's share when replicas > 1)
+  long executed_steps = 0;        //   and steps executed (the saturated runs' are in `saturated`)
   std::vector<Probe> probe_log;   // every probe, in order (probes of them)
   SaturatedThroughput saturated;
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above

@@ -318,6 +318,10 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
       o << " (replica 0's share of " << readable(static_cast<double>(c.probe_requests / t.replicas)) << " simulated)";
     o << "\n";
   }
+  o << "  cost         " << c.runs() << " runs simulated " << readable(static_cast<double>(c.simulated_requests + t.simulated_requests))
+    << " requests (" << readable(static_cast<double>(t.simulated_requests)) << " of them in the backlog runs"
+    << (t.replicas > 1 ? "; one replica's share each run" : "") << ") and executed "
+    << readable(static_cast<double>(c.executed_steps + t.executed_steps)) << " steps (the rest memoised, fitted or fast-forwarded)\n";
   if (c.feasible)
     o << "               at that rate (" << (ei.arrivals == Arrival::Trace ? "the trace's arrival shape" : "Poisson")
       << ", second half of " << readable(static_cast<double>(c.probe_requests)) << " requests): TTFT p99 "
@@ -327,7 +331,8 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
     probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished}});
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
-                  {"runs", t.runs}, {"window_s", json::array({t.window_start, t.window_end})},
+                  {"runs", t.runs}, {"simulated_requests", t.simulated_requests}, {"executed_steps", t.executed_steps},
+                  {"window_s", json::array({t.window_start, t.window_end})},
                   {"turnovers", t.turnovers}, {"rel_halfwidth", std::isfinite(t.rel_halfwidth) ? json(t.rel_halfwidth) : json(nullptr)},
                   {"note", t.note}};
   return {{"saturated", sat},
@@ -335,7 +340,7 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
                    {"min_failing_req_s", c.min_failing}, {"at_saturation", c.at_saturation},
                    {"output_tok_s", c.output_tok_s}, {"probes", c.probes},
                    {"stopped_probes", c.stopped_probes}, {"probe_requests", c.probe_requests}, {"note", c.note},
-                   {"probe_log", probe_log},
+                   {"probe_log", probe_log}, {"simulated_requests", c.simulated_requests}, {"executed_steps", c.executed_steps},
                    {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99}}},
           {"population", L.population.requests.size()}, {"seed", opt.in.seed}};
 }

@@ -184,6 +184,10 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
       if (p.stopped) CHECK(p.finished < whole.probe_log[i].finished);
     }
     CHECK(best == quick.rate);
+    // Stopping early costs fewer simulated requests, never more; the backlog runs are the same.
+    CHECK(quick.simulated_requests < whole.simulated_requests);
+    CHECK(quick.saturated.simulated_requests == whole.saturated.simulated_requests);
+    CHECK(quick.saturated.simulated_requests >= quick.saturated.requests / 2);  // its share of the last backlog at least
   }
 }
 
@@ -323,6 +327,9 @@ TEST_CASE("simulate --capacity: both measures with how they were measured — no
   // Every probe in order, with its verdict: the first is the saturated rate.
   CHECK(r.out.find("  probes       ") != std::string::npos);
   CHECK(r.out.find(" — req/s, in order; each probe ") != std::string::npos);
+  // What the measure cost, in simulated runs, requests and executed steps.
+  CHECK(r.out.find("  cost         ") != std::string::npos);
+  CHECK(r.out.find(" steps (the rest memoised, fitted or fast-forwarded)") != std::string::npos);
   // More requests than the trace holds: said in the report body.
   r = test::run_cli(common + "--requests 900 --offline");
   REQUIRE(r.exit_code == 0);
