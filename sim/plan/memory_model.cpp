@@ -16,6 +16,9 @@ double split(double elems, Shard s, int ways) { return s == Shard::Replicate ? e
 
 constexpr double kNcclBuffers = 0.5 * 1024 * 1024 * 1024;  // per-GPU communicator buffers when any group > 1
 
+// A layer's parameters other than its attention projections (held in the plan's weight type).
+double non_attention(const LayerWeights& lw) { return lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router; }
+
 }  // namespace
 
 double usable_bytes(const EngineSettings& e, double hbm, double static_bytes) {
@@ -113,7 +116,7 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     double w = 0, w_attn = 0;  // parameters: in the plan's weight type, and the attention projections (attn_weights)
     auto add_layer = [&](const LayerWeights& lw) {
       w_attn += lw.attention;
-      w += lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router;
+      w += non_attention(lw);
     };
     for (int l = ranges[s].first; l < ranges[s].last; ++l) {
       bool moe = m.is_moe_layer(l);
@@ -130,8 +133,7 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
     if (head) {
       const Dtypes dt = plan.dtypes.draft();
       const LayerWeights lw = layer_weights_per_gpu(plan, m, m.is_moe_layer(m.layers - 1));
-      head_bytes = (lw.norms + lw.dense_ffn + lw.routed_experts + lw.shared_experts + lw.router + 2.0 * h * h / std::max(d.tp, 1)) *
-                       bytes_of(dt.weights) +
+      head_bytes = (non_attention(lw) + 2.0 * h * h / std::max(d.tp, 1)) * bytes_of(dt.weights) +
                    lw.attention * bytes_of(dt.attn_weights());
     }
     double vh = static_cast<double>(m.vocab) * h;

@@ -142,7 +142,6 @@ StepTiming scaled(StepTiming t, double r) {
   return t;
 }
 
-// The SimGrid/analytic ratio of the sample nearest to an analytic step time (log distance).
 // The sample nearest a step by analytic step time (log distance); −1 when there is none.
 long nearest_sample(const std::vector<std::pair<double, double>>& samples, double makespan) {
   if (samples.empty() || makespan <= 0) return -1;
