@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
+#include "sim/plan/allreduce_kernels.hpp"
 
 namespace shardsim {
 
@@ -67,6 +68,11 @@ struct EngineSettings {
   Preemption preemption = Preemption::Recompute;
   SchedulerKind scheduler = SchedulerKind::Vllm;
   A2aKernel a2a = A2aKernel::PerRank;
+  // Whose kernels a tensor-parallel all-reduce inside one NVLink domain runs (allreduce_kernels.hpp):
+  // each preset its engine's own custom all-reduce, which the engines use by default for the sizes
+  // they allow (TensorRT-LLM AllReduceStrategy AUTO, vLLM and SGLang custom_all_reduce); nccl turns
+  // it off (vLLM --disable-custom-all-reduce, SGLang --disable-custom-all-reduce).
+  AllReduceKernels allreduce = AllReduceKernels::Vllm;
   int kv_block = 16;             // tokens per KV block (OnDemand allocates whole blocks)
   double swap_bw = 25e9;         // Swap: host↔GPU bytes/s per GPU (PCIe 5 x16 achieved)
   bool cuda_graphs = true;       // off: every kernel is launched by the host (see launch_overhead)

@@ -12,7 +12,7 @@ namespace shardsim {
 
 namespace {
 
-constexpr std::uint32_t kProgramVersion = 5;  // 4: all-to-all matrices sparse; 5: compute share
+constexpr std::uint32_t kProgramVersion = 6;  // 4: all-to-all matrices sparse; 5: compute share; 6: all-reduce kernels
 constexpr std::uint32_t kTimingVersion = 1;
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
@@ -66,8 +66,8 @@ A2aMatrix read_matrix(WireReader& r) {
 
 std::string encode(const StepProgram& p) {
   // The exact size, so the buffer is allocated once.
-  // header, rank_gpu, the three counts of groups / a2a / ops, the ops, deps, compute share
-  std::size_t size = 8 + (4 + 4 * p.rank_gpu.size()) + 3 * 4 + kOpBytes * p.ops.size() + (4 + 4 * p.deps.size()) + 8;
+  // header, rank_gpu, the three counts of groups / a2a / ops, the ops, deps, compute share, all-reduce kernels
+  std::size_t size = 8 + (4 + 4 * p.rank_gpu.size()) + 3 * 4 + kOpBytes * p.ops.size() + (4 + 4 * p.deps.size()) + 8 + 1;
   for (const auto& g : p.groups) size += 4 + 4 * g.size();
   for (const auto& m : p.a2a) size += 8 + kEntryBytes * m.entries().size();
   WireWriter w;
@@ -113,6 +113,7 @@ std::string encode(const StepProgram& p) {
   }
   w.ints(p.deps);
   w.f64(p.compute_share);
+  w.u8(static_cast<std::uint8_t>(p.allreduce));
   assert(w.bytes().size() == size && "kOpBytes must match the fields written per op");
   return w.take();
 }
@@ -140,7 +141,7 @@ StepProgram decode_program(std::string_view bytes) {
     op.rows = r.f64();
     op.group = r.i32();
     op.coll = read_enum<CollKind>(r, 4, "collective kind");
-    op.algo = read_enum<CollAlgo>(r, 6, "collective algorithm");
+    op.algo = read_enum<CollAlgo>(r, 8, "collective algorithm");
     op.bytes = r.f64();
     op.matrix = r.i32();
     op.peer = r.i32();
@@ -152,6 +153,7 @@ StepProgram decode_program(std::string_view bytes) {
   p.deps = r.ints();
   p.compute_share = r.f64();
   if (!(p.compute_share > 0 && p.compute_share <= 1)) throw WireError("wire: compute share " + std::to_string(p.compute_share));
+  p.allreduce = read_enum<AllReduceKernels>(r, 4, "all-reduce kernels");
   r.finish();
   // Indices must stay inside the program, so that an executor can follow them blindly.
   for (const StepOp& op : p.ops) {

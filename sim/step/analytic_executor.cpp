@@ -21,7 +21,7 @@ double AnalyticExecutor::op_time(const StepProgram& p, const StepOp& op) const {
       for (int r : p.groups[static_cast<std::size_t>(op.group)]) gpus.push_back(p.rank_gpu[static_cast<std::size_t>(r)]);
       if (op.coll == CollKind::AllToAll && op.matrix >= 0)
         return all_to_all_time(cluster_, gpus, p.a2a[static_cast<std::size_t>(op.matrix)], collective_);
-      return collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_).seconds;
+      return collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_, p.allreduce).seconds;
     }
   }
   return 0;
@@ -63,7 +63,7 @@ class Durations {
     auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes);
     auto it = coll_cache_.find(key);
     if (it == coll_cache_.end())
-      it = coll_cache_.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_).seconds).first;
+      it = coll_cache_.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, collective_, p_.allreduce).seconds).first;
     return it->second;
   }
 

@@ -150,8 +150,29 @@ const char* to_string(CollProto p) {
   return "?";
 }
 
+const CustomAllReduce& custom_allreduce(AllReduceKernels k) {
+  // Fitted on AIConfigurator's custom all-reduce tables (docs/communication.md, "Engines' own
+  // all-reduce"): the base latencies per NVLink generation, the per-peer term and both
+  // efficiencies per library. Workspaces: TensorRT-LLM's getMaxRequiredWorkspaceSize (16 MB on
+  // 2 GPUs, 8 MB on more; its strategy table covers TP 2, 4, 8); vLLM's and SGLang's custom
+  // all-reduce max_size (8 MiB; world sizes 2, 4, 6, 8).
+  static const CustomAllReduce trtllm{2.6e-6, 4.6e-6, 0.10e-6, 0.65, 0.50, 2.0e-6, 16e6, 8e6, (1u << 2) | (1u << 4) | (1u << 8)};
+  static const CustomAllReduce vllm{4.2e-6, 7.2e-6, 0.05e-6, 0.55, 0.70, 0.0, 8.0 * 1024 * 1024, 8.0 * 1024 * 1024,
+                                    (1u << 2) | (1u << 4) | (1u << 6) | (1u << 8)};
+  static const CustomAllReduce sglang{2.4e-6, 4.0e-6, 0.15e-6, 0.65, 0.70, 0.25e-6, 8.0 * 1024 * 1024, 8.0 * 1024 * 1024,
+                                      (1u << 2) | (1u << 4) | (1u << 6) | (1u << 8)};
+  switch (k) {
+    case AllReduceKernels::Trtllm: return trtllm;
+    case AllReduceKernels::Vllm: return vllm;
+    case AllReduceKernels::Sglang: return sglang;
+    case AllReduceKernels::Nccl: break;
+  }
+  throw std::invalid_argument("custom_allreduce: NCCL has no custom all-reduce");
+}
+
 std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kind, const std::vector<int>& gpus,
-                                                  double bytes, CollAlgo algo, const CollectiveModel& m) {
+                                                  double bytes, CollAlgo algo, const CollectiveModel& m,
+                                                  AllReduceKernels kernels) {
   std::vector<CollectiveTime> out;
   if (gpus.size() <= 1 || bytes <= 0) return out;
   if (kind == CollKind::AllToAll) {
@@ -189,13 +210,27 @@ std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kin
       out.push_back({x.latency + bw, a, pr, x.latency, bw});
     }
   }
+  // The engine's own kernels, inside one NVLink domain, for the group sizes and bytes it allows.
+  if (kind == CollKind::AllReduce && algo == CollAlgo::Auto && kernels != AllReduceKernels::Nccl && g.one_domain() &&
+      g.p < 32) {
+    const CustomAllReduce& k = custom_allreduce(kernels);
+    if ((k.group_sizes >> g.p & 1u) && bytes <= (g.p == 2 ? k.max_bytes_two : k.max_bytes)) {
+      const double nvl = c.gpu().nvlink_bw;
+      const double alpha = (nvl >= 900e9 ? k.alpha_nvlink5 : k.alpha_nvlink4) + k.per_peer * (g.p - 1);
+      const double one = (g.p - 1) * bytes / (k.one_shot_eff * nvl);
+      const double two = 2.0 * (g.p - 1) / g.p * bytes / (k.two_shot_eff * nvl);
+      out.push_back({alpha + one, CollAlgo::OneShot, CollProto::Simple, alpha, one});
+      const double alpha2 = 2 * alpha + k.two_shot_per_peer * (g.p - 1);
+      out.push_back({alpha2 + two, CollAlgo::TwoShot, CollProto::Simple, alpha2, two});
+    }
+  }
   return out;
 }
 
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
-                               CollAlgo algo, const CollectiveModel& m) {
+                               CollAlgo algo, const CollectiveModel& m, AllReduceKernels kernels) {
   CollectiveTime out{0, algo};
-  for (const CollectiveTime& t : collective_candidates(c, kind, gpus, bytes, algo, m))  // the first of the fastest
+  for (const CollectiveTime& t : collective_candidates(c, kind, gpus, bytes, algo, m, kernels))  // the first of the fastest
     if (out.seconds == 0 || t.seconds < out.seconds) out = t;
   return out;
 }

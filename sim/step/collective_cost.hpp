@@ -23,6 +23,15 @@
 //                             and all bytes to its own GPU; NVLink carries intra-node and
 //                             forwarded bytes (a2a efficiency on NVLink); α = route latency + the
 //                             per-step overhead, plus the all-to-all's call latency
+// An engine's own all-reduce (StepProgram::allreduce ≠ Nccl) competes with NCCL's choice for an
+// Auto all-reduce inside one NVLink domain, where the engine allows it (its group sizes, its
+// workspace), and the faster is taken — as the engines' own heuristics pick (TensorRT-LLM's
+// strategy table, vLLM's and SGLang's size rules; docs/communication.md):
+//   one-shot  every rank reads its p−1 peers' whole buffers and reduces them itself:
+//             α + (p−1)·S / (η₁·NVLink)
+//   two-shot  a reduce-scatter and an all-gather through the peers' buffers, two barriers:
+//             2α + two_shot_per_peer·(p−1) + 2(p−1)/p·S / (η₂·NVLink)
+//   α = base (by NVLink generation) + per_peer·(p−1): the flag exchange and the kernel
 // Constants and their sources: docs/communication.md ("NCCL's collectives") and
 // docs/validation.md. Units: bytes, seconds (NCCL's tables are in µs and GB/s and stay so here).
 // Thread-safety: pure functions of a const Cluster.
@@ -97,6 +106,24 @@ struct CollectiveModel {
   double a2a_nvlink_efficiency = 0.65;         // achieved fraction of NVLink bandwidth in all-to-all (797 µs @ 256 MiB)
 };
 
+// One engine's custom all-reduce kernels (see above), fitted per library on AIConfigurator's
+// measured custom all-reduce tables (CUDA-graph replay, BF16; H100 and B200 SXM, TensorRT-LLM
+// 1.3.0rc20, vLLM 0.24.0, SGLang 0.5.14), where they beat NCCL: calibration rows in `validate`,
+// the H200 tables check rows. Seconds, fractions of the GPU's NVLink bandwidth, bytes.
+struct CustomAllReduce {
+  double alpha_nvlink4 = 0;   // base latency on NVLink 4 (Hopper)
+  double alpha_nvlink5 = 0;   // … on NVLink 5 (Blackwell: the GPU's NVLink ≥ 900 GB/s)
+  double per_peer = 0;        // added per peer
+  double one_shot_eff = 0;    // η₁
+  double two_shot_eff = 0;    // η₂
+  double two_shot_per_peer = 0;  // added per peer to the two-shot's 2α
+  double max_bytes_two = 0;   // largest all-reduce on 2 GPUs (the workspace); above it, NCCL
+  double max_bytes = 0;       // … on more
+  unsigned group_sizes = 0;   // bit p set: a group of p GPUs may use them
+};
+// The constants of `k`'s kernels (k ≠ Nccl).
+const CustomAllReduce& custom_allreduce(AllReduceKernels k);
+
 struct CollectiveTime {
   double seconds = 0;               // latency + bandwidth (and an all-to-all's call latency)
   CollAlgo algo = CollAlgo::Auto;   // the algorithm used (resolved when asked for Auto)
@@ -126,14 +153,18 @@ double all_to_all_call_latency(const A2aMatrix& matrix, const CollectiveModel& m
 // by `algo` (Auto: NCCL's choice of algorithm and protocol; a forced algorithm gets its fastest
 // protocol; Hierarchical is the ring, whose flows the SimGrid tier lays per rail across domains;
 // NVLS outside one NVLink domain or for other kinds falls back to the ring).
+// `kernels`: whose all-reduce kernels an Auto all-reduce may also run (above).
 CollectiveTime collective_time(const Cluster& c, CollKind kind, const std::vector<int>& gpus, double bytes,
-                               CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {});
+                               CollAlgo algo = CollAlgo::Auto, const CollectiveModel& m = {},
+                               AllReduceKernels kernels = AllReduceKernels::Nccl);
 // Every (algorithm, protocol) collective_time() weighs for the same arguments, in a fixed order
-// (ring LL, LL128, Simple; tree LL, LL128, Simple; NVLS), each priced: NCCL's tuning table for
-// this call (`shardsim collective` prints it). An all-to-all has one entry.
+// (ring LL, LL128, Simple; tree LL, LL128, Simple; NVLS; then the engine's one-shot and two-shot
+// where allowed), each priced: NCCL's tuning table for this call, and the engine's kernels beside
+// it (`shardsim collective` prints it). An all-to-all has one entry.
 std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kind, const std::vector<int>& gpus,
                                                   double bytes, CollAlgo algo = CollAlgo::Auto,
-                                                  const CollectiveModel& m = {});
+                                                  const CollectiveModel& m = {},
+                                                  AllReduceKernels kernels = AllReduceKernels::Nccl);
 // How an all-to-all's inter-node bytes (a on node i, rail r → b on node j, rail r') cross the nodes:
 //   SendSide     NCCL's PXN: NVLink to node i's GPU on rail r', then rail r' to b; b's own NIC
 //                receives everything sent to it;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "topologies/cluster.hpp"
 
@@ -12,11 +13,18 @@ double CollectivePattern::own_time(const Cluster& c, const CollectiveModel& m) c
   double t = 0;
   for (const Ring& r : rings)
     if (r.gpus.size() > 1 && r.steps > 0) t = std::max(t, r.steps * r.chunk / ring_hop(c, r.gpus, m).bw);
+  // A stage takes as long as its busiest GPU port, each way: a GPU's flows of one stage share it.
   double staged = 0;
+  std::map<int, double> out, in;
   for (const auto& stage : stages) {
+    out.clear();
+    in.clear();
     double slowest = 0;
-    for (const Flow& f : stage)
-      if (f.src != f.dst) slowest = std::max(slowest, f.bytes / hop(c, f.src, f.dst, m).bw);
+    for (const Flow& f : stage) {
+      if (f.src == f.dst) continue;
+      const double s = f.bytes / hop(c, f.src, f.dst, m).bw;
+      slowest = std::max({slowest, out[f.src] += s, in[f.dst] += s});
+    }
     staged += slowest;
   }
   return std::max(t, staged);
@@ -36,6 +44,18 @@ CollectivePattern collective_pattern(const Cluster& c, CollKind kind, const std:
       back.push_back({a, b, bytes / p});
     }
     out.stages = {std::move(in), std::move(back)};
+    return out;
+  }
+  if (t.algo == CollAlgo::OneShot || t.algo == CollAlgo::TwoShot) {
+    // One-shot: every member reads each peer's whole buffer. Two-shot: each reads its 1/p shard
+    // from every peer (reduce-scatter), then every peer reads its reduced shard (all-gather).
+    const bool one = t.algo == CollAlgo::OneShot;
+    std::vector<CollectivePattern::Flow> stage;
+    for (int a : gpus)
+      for (int b : gpus)
+        if (a != b) stage.push_back({a, b, one ? bytes : bytes / p});
+    out.stages.push_back(stage);
+    if (!one) out.stages.push_back(std::move(stage));
     return out;
   }
   const auto domains = by_domain(c, gpus);

@@ -19,6 +19,8 @@
 //   NVLS                        two stages, each GPU sending to the next: S (into the switch's
 //                               reduction), then S/p (its reduced shard, multicast): a GPU's
 //                               NVLink port carries S + S/p each way, as in the price
+//   one-shot (an engine's)      one stage: every member sends its S to every other
+//   two-shot (an engine's)      two stages, each every member sending S/p to every other
 // Bytes are real bytes; ring chunks are per member and step. Thread-safety: pure functions.
 #pragma once
 
@@ -44,7 +46,8 @@ struct CollectivePattern {
   std::vector<Ring> rings;                 // concurrent, each chained step by step
   std::vector<std::vector<Flow>> stages;   // one after the other, each a barrier-separated set of flows
   // Contention-free seconds of the pattern at its routes' effective bandwidths: the slowest ring
-  // (steps × chunk over its slowest hop), or the stages' sum of their slowest flows.
+  // (steps × chunk over its slowest hop), or the stages' sum of their busiest GPU port (a GPU's
+  // flows of one stage, out or in, share its port: one-shot's p−1 flows per GPU).
   double own_time(const Cluster& c, const CollectiveModel& m) const;
 };
 

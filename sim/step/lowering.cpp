@@ -233,6 +233,7 @@ void Lowering::lower(const ReplicaBatch& batch, StepProgram& prog) const {
       lower_whole(second, b);
       interleave_micro_batches(a, b, prog);
       prog.compute_share = compute_share(batch, true);
+      prog.allreduce = plan_.engine.allreduce;
       return;
     }
   }
@@ -290,6 +291,7 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
   const Degrees& d = plan_.deg;
   prog.clear();
   prog.rank_gpu = rank_gpu_;
+  prog.allreduce = plan_.engine.allreduce;
   if (two_batch_overlap() && node_level(batch)) {  // priced as inside the step: with its compute share
     ReplicaBatch first, second;
     prog.compute_share = compute_share(batch, split_micro_batches(batch, first, second));
@@ -318,7 +320,7 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
 class Lowering::WholeStep {
  public:
   WholeStep(const Lowering& lo, const ReplicaBatch& batch, StepProgram& prog)
-      : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_)),
+      : lo_(lo), m_(lo.model_), d_(lo.plan_.deg), plan_(lo.plan_), batch_(batch), prog_(cleared(prog, lo.rank_gpu_, lo.plan_.engine.allreduce)),
         b_(prog, lo.options_.group_compute && !lo.two_batch_overlap()), U_(d_.unit()), tp_(d_.tp), A_(d_.attn_dp),
         h_(m_.hidden), ab_(bytes_of(plan_.dtypes.activations)),
         wb_(bytes_of(plan_.dtypes.weights)), wa_(bytes_of(plan_.dtypes.attn_weights())), math_(plan_.dtypes.math()),
@@ -349,9 +351,10 @@ class Lowering::WholeStep {
   }
 
  private:
-  static StepProgram& cleared(StepProgram& p, const std::vector<int>& rank_gpu) {
+  static StepProgram& cleared(StepProgram& p, const std::vector<int>& rank_gpu, AllReduceKernels allreduce) {
     p.clear();
     p.rank_gpu = rank_gpu;
+    p.allreduce = allreduce;
     return p;
   }
   int rank(int s, int u) const { return s * U_ + u; }

@@ -36,6 +36,8 @@ const char* to_string(CollAlgo a) {
     case CollAlgo::Nvls: return "nvls";
     case CollAlgo::Hierarchical: return "hierarchical";
     case CollAlgo::Pairwise: return "pairwise";
+    case CollAlgo::OneShot: return "one-shot";
+    case CollAlgo::TwoShot: return "two-shot";
   }
   return "?";
 }

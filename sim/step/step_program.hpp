@@ -20,14 +20,18 @@
 #include <string>
 #include <vector>
 
+#include "sim/plan/allreduce_kernels.hpp"
 #include "sim/plan/dtype.hpp"
 
 namespace shardsim {
 
 enum class OpType : std::uint8_t { Compute, Collective, Send };
 enum class CollKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
-// Collective algorithms; Auto lets the executor choose as NCCL would (see collective_cost.hpp).
-enum class CollAlgo : std::uint8_t { Auto, Ring, Tree, Nvls, Hierarchical, Pairwise };
+// Collective algorithms; Auto lets the executor choose as NCCL would, or — for an all-reduce of a
+// program whose engine has its own kernels (StepProgram::allreduce) — among those and NCCL's
+// (see collective_cost.hpp). OneShot and TwoShot are the engines' in-domain all-reduce kernels.
+enum class CollAlgo : std::uint8_t { Auto, Ring, Tree, Nvls, Hierarchical, Pairwise, OneShot, TwoShot };
+
 enum class Stream : std::uint8_t { Compute = 0, Comm = 1 };
 // The kernel a compute operation runs (its efficiency curve: sim/step/compute_cost.hpp).
 // DecodeAttention: paged decode attention of grouped-query or multi-head attention (bandwidth-bound);
@@ -132,6 +136,8 @@ struct StepProgram {
   // kernels that hold SMs stay resident beside them (DeepEP's normal kernels under two-batch
   // overlap, EngineSettings::comm_sms). Memory-bound time is not scaled.
   double compute_share = 1;
+  // Whose all-reduce kernels the program's CollAlgo::Auto all-reduces may run (the plan's engine).
+  AllReduceKernels allreduce = AllReduceKernels::Nccl;
 
   int num_ranks() const { return static_cast<int>(rank_gpu.size()); }
   // Empties the program, keeping its buffers' capacity.
@@ -142,6 +148,7 @@ struct StepProgram {
     ops.clear();
     deps.clear();
     compute_share = 1;
+    allreduce = AllReduceKernels::Nccl;
   }
   int add_group(std::vector<int> ranks);
   // Appends `op` depending on `after` (indices of earlier ops; negative entries are ignored).

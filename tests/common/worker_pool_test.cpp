@@ -104,6 +104,7 @@ void check_same(const StepProgram& a, const StepProgram& b) {
   }
   CHECK(a.deps == b.deps);
   CHECK(same_bits(a.compute_share, b.compute_share));
+  CHECK(a.allreduce == b.allreduce);
   REQUIRE(a.ops.size() == b.ops.size());
   int mismatches = 0;
   for (std::size_t i = 0; i < a.ops.size(); ++i) {
@@ -189,6 +190,7 @@ StepProgram odd_program() {
   send.bytes = 12345.678;
   send.not_before = 0.125;
   p.compute_share = 0.8484848484848485;  // DeepEP's 20 of 132 SMs held beside the compute
+  p.allreduce = AllReduceKernels::Sglang;  // the last value
   p.add(send, {a, b});
   return p;
 }
@@ -542,14 +544,14 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
 
   // A huge count is refused before anything is allocated.
   WireWriter w;
-  w.header("SPRG", 5);
+  w.header("SPRG", 6);
   w.u32(0xffffffffu);
   CHECK_THROWS_WITH_AS(decode_program(w.take()), doctest::Contains("count 4294967295"), WireError);
 
   // An all-to-all entry outside its matrix, or out of order, is refused.
   auto one_matrix = [](std::vector<std::array<std::uint32_t, 2>> pairs) {
     WireWriter m;
-    m.header("SPRG", 5);
+    m.header("SPRG", 6);
     m.count(0);  // rank_gpu
     m.count(0);  // groups
     m.u32(1);    // one matrix of 2 members
@@ -563,6 +565,7 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
     m.count(0);  // ops
     m.count(0);  // deps
     m.f64(1.0);  // compute share
+    m.u8(0);     // all-reduce kernels (NCCL's)
     return m.take();
   };
   CHECK_NOTHROW(decode_program(one_matrix({{0, 1}, {1, 0}})));
@@ -588,4 +591,7 @@ TEST_CASE("pool: wire decoding refuses truncated, padded, mistagged and inconsis
   p = odd_program();
   p.compute_share = 0;
   CHECK_THROWS_WITH_AS(decode_program(encode(p)), doctest::Contains("compute share"), WireError);
+  p = odd_program();
+  p.allreduce = static_cast<AllReduceKernels>(4);
+  CHECK_THROWS_WITH_AS(decode_program(encode(p)), doctest::Contains("all-reduce kernels value 4"), WireError);
 }

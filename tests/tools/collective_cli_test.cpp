@@ -35,3 +35,16 @@ TEST_CASE("collective CLI: every algorithm and protocol priced, the pick marked 
   CHECK(r.out.find(to_string(t.proto), at) < r.out.find("\n", at));
   CHECK(at < r.out.find("128 MiB"));
 }
+
+TEST_CASE("collective CLI: --kernels adds an engine's own all-reduce beside NCCL's, and names a bad value") {
+  const auto r = test::run_cli("collective --cluster dgx-h100:1 --kernels trtllm --sizes 14KiB");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("  * one-shot") != std::string::npos);  // a decode step's all-reduce: the engine's one-shot
+  CHECK(r.out.find("    two-shot") != std::string::npos);
+  const auto nccl = test::run_cli("collective --cluster dgx-h100:1 --sizes 14KiB");
+  REQUIRE(nccl.exit_code == 0);
+  CHECK(nccl.out.find("one-shot") == std::string::npos);
+  const auto bad = test::run_cli("collective --kernels nvshmem");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("nvshmem") != std::string::npos);
+}

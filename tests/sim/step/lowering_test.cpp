@@ -193,6 +193,66 @@ TEST_CASE("collectives: NCCL's choice of algorithm and protocol follows the mess
   }
 }
 
+TEST_CASE("collectives: an engine's own all-reduce runs where it allows it and beats NCCL, NCCL elsewhere") {
+  const Cluster h100 = load_cluster("dgx-h100:2");
+  const Cluster b200 = load_cluster("dgx-b200:1");
+  std::vector<int> eight, six, two_nodes;
+  for (int g = 0; g < 8; ++g) eight.push_back(g);
+  for (int g = 0; g < 6; ++g) six.push_back(g);
+  for (int g = 0; g < 16; g += 4) two_nodes.push_back(g);  // GPUs 0, 4 on node 0 and 8, 12 on node 1
+  auto t = [](const Cluster& c, const std::vector<int>& g, double bytes, AllReduceKernels k) {
+    return collective_time(c, CollKind::AllReduce, g, bytes, CollAlgo::Auto, {}, k);
+  };
+  // A decode step's all-reduce (one token of a 7,168-wide model, BF16) inside an H100 node:
+  // TensorRT-LLM's one-shot, α + 7·S/(η₁·NVLink), instead of NCCL's LL ring.
+  const double s = 7168 * 2;
+  const CustomAllReduce& k = custom_allreduce(AllReduceKernels::Trtllm);
+  const CollectiveTime one = t(h100, eight, s, AllReduceKernels::Trtllm);
+  CHECK(one.algo == CollAlgo::OneShot);
+  CHECK(one.seconds == doctest::Approx(k.alpha_nvlink4 + 7 * k.per_peer + 7 * s / (k.one_shot_eff * 450e9)));
+  const CollectiveTime nccl = t(h100, eight, s, AllReduceKernels::Nccl);
+  CHECK(nccl.algo == CollAlgo::Ring);
+  CHECK(one.seconds < 0.5 * nccl.seconds);
+  // NVLink 5's base latency on a B200.
+  CHECK(t(b200, eight, s, AllReduceKernels::Trtllm).latency == doctest::Approx(k.alpha_nvlink5 + 7 * k.per_peer));
+  // vLLM's two-shot takes over in the middle; above its 8 MiB workspace NCCL runs.
+  CHECK(t(h100, eight, 4 << 20, AllReduceKernels::Vllm).algo == CollAlgo::TwoShot);
+  const CollectiveTime big = t(h100, eight, 64 << 20, AllReduceKernels::Vllm);
+  CHECK(big.algo != CollAlgo::OneShot);
+  CHECK(big.algo != CollAlgo::TwoShot);
+  CHECK(big.seconds == t(h100, eight, 64 << 20, AllReduceKernels::Nccl).seconds);
+  // Group sizes the engine does not support (TensorRT-LLM's table has 2, 4, 8), and groups across
+  // NVLink domains, run NCCL's.
+  CHECK(t(h100, six, s, AllReduceKernels::Trtllm).seconds == t(h100, six, s, AllReduceKernels::Nccl).seconds);
+  CHECK(t(h100, six, s, AllReduceKernels::Vllm).algo == CollAlgo::OneShot);
+  CHECK(t(h100, two_nodes, s, AllReduceKernels::Sglang).seconds == t(h100, two_nodes, s, AllReduceKernels::Nccl).seconds);
+  // Other collectives, and forced algorithms, are NCCL's.
+  CHECK(collective_time(h100, CollKind::AllGather, eight, s, CollAlgo::Auto, {}, AllReduceKernels::Trtllm).algo == CollAlgo::Ring);
+  CHECK(collective_time(h100, CollKind::AllReduce, eight, s, CollAlgo::Tree, {}, AllReduceKernels::Trtllm).algo == CollAlgo::Tree);
+}
+
+TEST_CASE("lowering: a step program carries its engine's all-reduce kernels, and a TP decode step is faster with them") {
+  const ModelSpec m = tiny(false);
+  const Cluster c = load_cluster("dgx-h100:1");
+  const Plan nccl = plan_from_string("tp=8,engine=trtllm,allreduce=nccl", 8, {});
+  const Plan own = plan_from_string("tp=8,engine=trtllm", 8, {});
+  CHECK(own.engine.allreduce == AllReduceKernels::Trtllm);
+  CHECK(plan_from_string("tp=8,engine=sglang", 8, {}).engine.allreduce == AllReduceKernels::Sglang);
+  CHECK(plan_from_string("tp=8", 8, {}).engine.allreduce == AllReduceKernels::Vllm);
+  ReplicaBatch batch;
+  batch.groups.resize(1);
+  for (int i = 0; i < 4; ++i) batch.groups[0].push_back(SeqWork{i, 1000, 1, 1000, true, 0});
+  const Lowering lo_nccl(nccl, m, c, nullptr, 0), lo_own(own, m, c, nullptr, 0);
+  const StepProgram a = lo_nccl.lower(batch), b = lo_own.lower(batch);
+  CHECK(a.allreduce == AllReduceKernels::Nccl);
+  CHECK(b.allreduce == AllReduceKernels::Trtllm);
+  const AnalyticExecutor ex(c);
+  const StepTiming ta = ex.run(a), tb = ex.run(b);
+  const double tp_a = ta.busy[static_cast<std::size_t>(OpClass::TpComm)], tp_b = tb.busy[static_cast<std::size_t>(OpClass::TpComm)];
+  CHECK(tp_b < 0.5 * tp_a);
+  CHECK(tb.makespan == doctest::Approx(ta.makespan - (tp_a - tp_b)).epsilon(0.02));
+}
+
 TEST_CASE("lowering: skewed routing makes a longer MoE step than uniform routing") {
   ModelSpec m = tiny(true);
   m.layers = 2;
