@@ -175,6 +175,10 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
   }
 }
 
+int SloCapacity::stopped_probes() const {
+  return static_cast<int>(std::count_if(probe_log.begin(), probe_log.end(), [](const Probe& p) { return p.stopped; }));
+}
+
 std::string SloCapacity::describe() const {
   if (!saturated.feasible) return "infeasible: " + saturated.note;
   if (!feasible) return "none: " + note;
@@ -182,7 +186,7 @@ std::string SloCapacity::describe() const {
                             : min_failing > 0 ? ", " + readable(min_failing, 3) + " req/s misses it"
                                               : "";
   const std::string stopped =
-      stopped_probes > 0 ? " (" + std::to_string(stopped_probes) + " stopped as soon as their misses decided they fail)" : "";
+      stopped_probes() > 0 ? " (" + std::to_string(stopped_probes()) + " stopped as soon as their misses decided they fail)" : "";
   return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +
          " runs" + stopped;
 }
@@ -232,7 +236,6 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
   // grows shows there); a rejected or unfinished request fails the probe. A probe stops as soon
   // as its misses decide that it fails (ServingOptions::slo_stop): the same verdict, sooner.
   auto probe = [&](double rate, Metrics& judged) {
-    ++c.probes;
     const RequestTrace t = share_of(at_rate(sample, rate, opt.arrivals, opt.seed), k);
     const double half = t.requests[t.requests.size() / 2].arrival_s;
     ServingOptions po = so;
@@ -243,10 +246,7 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     for (const auto& q : r.requests) c.simulated_requests += q.admitted >= 0 ? 1 : 0;  // a stopped probe: up to its stop
     c.executed_steps += r.breakdown.executed_steps;
     c.probe_log.push_back({rate, false, r.stopped_early, whole.completed});
-    if (r.stopped_early) {
-      ++c.stopped_probes;
-      return false;
-    }
+    if (r.stopped_early) return false;
     if (r.rejected_any || whole.completed < whole.requests) return false;
     ServingResult late;
     late.makespan = r.makespan;

@@ -120,16 +120,17 @@ struct SloCapacity {
   double min_failing = 0;         // the lowest probed rate above it that did not (0: none did)
   bool at_saturation = false;     // the saturated rate itself met the goal (the capacity is the plan's throughput)
   double output_tok_s = 0;        // rate × the sample's mean output tokens
-  int probes = 0;                 // rate runs (the saturated runs are in saturated.runs)
-  int stopped_probes = 0;         // of them, stopped as soon as they missed the goal
   long probe_requests = 0;        // requests per probe
   long simulated_requests = 0;    // what the probes cost: requests admitted (a stopped one's up to its stop; one replica's share when replicas > 1)
   long executed_steps = 0;        //   and steps executed (the saturated runs' are in `saturated`)
-  std::vector<Probe> probe_log;   // every probe, in order (probes of them)
+  std::vector<Probe> probe_log;   // every probe, in order
   SaturatedThroughput saturated;
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above
   std::string note;
-  int runs() const { return probes + saturated.runs; }
+  // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.
+  int probes() const { return static_cast<int>(probe_log.size()); }
+  int stopped_probes() const;
+  int runs() const { return probes() + saturated.runs; }
   std::string describe() const;
 };
 

@@ -218,7 +218,7 @@ static void bench_capacity(const ModelSpec& m, const Cluster& c, const RequestTr
     const SloCapacity cap = eval.capacity(p);
     const double w = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ms.push_back(w);
-    std::printf("%-38s %9.0f %9.1f %6d %8d %8ld %10ld %10ld %9ld\n", text.c_str(), w, cap.rate, cap.runs(), cap.stopped_probes,
+    std::printf("%-38s %9.0f %9.1f %6d %8d %8ld %10ld %10ld %9ld\n", text.c_str(), w, cap.rate, cap.runs(), cap.stopped_probes(),
                 cap.probe_requests, cap.saturated.requests, cap.simulated_requests + cap.saturated.simulated_requests,
                 cap.executed_steps + cap.saturated.executed_steps);
   }

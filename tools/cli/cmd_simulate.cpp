@@ -338,8 +338,8 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
   return {{"saturated", sat},
           {"slo", {{"goal", ei.goal.describe()}, {"feasible", c.feasible}, {"rate_req_s", c.rate},
                    {"min_failing_req_s", c.min_failing}, {"at_saturation", c.at_saturation},
-                   {"output_tok_s", c.output_tok_s}, {"probes", c.probes},
-                   {"stopped_probes", c.stopped_probes}, {"probe_requests", c.probe_requests}, {"note", c.note},
+                   {"output_tok_s", c.output_tok_s}, {"probes", c.probes()},
+                   {"stopped_probes", c.stopped_probes()}, {"probe_requests", c.probe_requests}, {"note", c.note},
                    {"probe_log", probe_log}, {"simulated_requests", c.simulated_requests}, {"executed_steps", c.executed_steps},
                    {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99}}},
           {"population", L.population.requests.size()}, {"seed", opt.in.seed}};

@@ -145,8 +145,8 @@ TEST_CASE("capacity under an SLO: never above the saturated rate — a goal noth
   const SloCapacity none = capacity_under_slo(d.serve, d.population, ServingOptions{}, impossible, o);
   CHECK_FALSE(none.feasible);
   CHECK(none.note.find("misses") != std::string::npos);
-  CHECK(none.probes == 6);  // the saturated rate, then 0.9, 0.7, 1/2, 1/8, 1/32 of it
-  CHECK(none.stopped_probes == 6);  // each stopped at its first decisive misses
+  CHECK(none.probes() == 6);  // the saturated rate, then 0.9, 0.7, 1/2, 1/8, 1/32 of it
+  CHECK(none.stopped_probes() == 6);  // each stopped at its first decisive misses
 }
 
 TEST_CASE("capacity under an SLO: probes that stop at their first decisive misses reach the same verdicts") {
@@ -167,12 +167,12 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
     CHECK_FALSE(whole.at_saturation);  // some probe failed: there was something to stop
     CHECK(quick.rate == whole.rate);
     CHECK(quick.min_failing == whole.min_failing);
-    CHECK(quick.probes == whole.probes);
-    CHECK(quick.stopped_probes > 0);
-    CHECK(whole.stopped_probes == 0);
+    CHECK(quick.probes() == whole.probes());
+    CHECK(quick.stopped_probes() > 0);
+    CHECK(whole.stopped_probes() == 0);
     // The log holds every probe in order, the same verdicts both ways; the first is the saturated
     // rate, the reported rate the highest one met, and a stopped probe finished fewer requests.
-    REQUIRE(quick.probe_log.size() == static_cast<std::size_t>(quick.probes));
+    REQUIRE(quick.probe_log.size() == static_cast<std::size_t>(quick.probes()));
     REQUIRE(whole.probe_log.size() == quick.probe_log.size());
     CHECK(quick.probe_log.front().rate == quick.saturated.request_s);
     double best = 0;
