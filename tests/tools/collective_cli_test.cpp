@@ -48,3 +48,13 @@ TEST_CASE("collective CLI: --kernels adds an engine's own all-reduce beside NCCL
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("nvshmem") != std::string::npos);
 }
+
+TEST_CASE("simulate says whose kernels run a plan's small TP all-reduces") {
+  const std::string base = "simulate --model llama3-70b --cluster dgx-h100:1 --requests 20 --offline --fidelity analytic --plan ";
+  const auto own = test::run_cli(base + "tp=8,engine=trtllm");
+  REQUIRE(own.exit_code == 0);
+  CHECK(own.out.find("small TP all-reduces inside a node on trtllm's own one-/two-shot kernels") != std::string::npos);
+  const auto nccl = test::run_cli(base + "tp=8,allreduce=nccl");
+  REQUIRE(nccl.exit_code == 0);
+  CHECK(nccl.out.find("small TP all-reduces") == std::string::npos);
+}

@@ -217,7 +217,11 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   else
     o << plan.engine.preset << ", " << plan.dtypes.describe() << "; ";
   o << r.breakdown.preemptions << " preemptions, host " << f("%.3f s", r.breakdown.host_time)
-    << " not hidden by the GPU (summed over replicas)\n";
+    << " not hidden by the GPU (summed over replicas)";
+  if (!r.disagg.on && plan.deg.tp > 1 && plan.engine.allreduce != AllReduceKernels::Nccl)
+    o << "; small TP all-reduces inside a node on " << to_string(plan.engine.allreduce)
+      << "'s own one-/two-shot kernels where faster than NCCL's (engine setting allreduce)";
+  o << "\n";
   if (r.breakdown.spec_steps > 0) {
     const EngineSettings& se = r.disagg.on ? plan.decode().engine : plan.engine;
     std::string accept;
