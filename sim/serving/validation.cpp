@@ -267,19 +267,15 @@ void custom_allreduce_rows(const ExecutorFactory& make, std::vector<ValidationRo
     for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     const Cluster node = load_cluster("dgx-" + lower + ":1");
     const auto ex = make(node);
-    double log_measured = 0, log_model = 0, sq = 0;
-    int n = 0;
+    LogAgreement fit;
     for (const json& row : t.at("rows")) {
       const int gpus = row.at(0).get<int>();
       const double bytes = row.at(1).get<double>(), measured = row.at(2).get<double>() * 1e-3;
-      const double modelled = one_collective(*ex, CollKind::AllReduce, gpus, bytes, e.allreduce);
-      log_measured += std::log(measured);
-      log_model += std::log(modelled);
-      sq += std::pow(std::log(modelled / measured), 2);
-      ++n;
+      fit.add(measured, one_collective(*ex, CollKind::AllReduce, gpus, bytes, e.allreduce));
     }
-    if (n == 0) continue;
-    const double rms = std::sqrt(sq / n);
+    if (fit.n == 0) continue;
+    const int n = fit.n;
+    const double rms = fit.rms();
     const bool calibration = role == "calibration";
     const std::string label = engine == "trtllm" ? "TensorRT-LLM" : engine == "vllm" ? "vLLM" : "SGLang";
     char name[160], setup[260];
@@ -289,7 +285,7 @@ void custom_allreduce_rows(const ExecutorFactory& make, std::vector<ValidationRo
                   "one all-reduce on GPUs 0..p−1 of one DGX-%s with %s's kernels (allreduce=%s) over the table's %d rows "
                   "(RMS log error %.1f%%)",
                   gpu.c_str(), label.c_str(), engine.c_str(), n, 100 * rms);
-    rows.push_back({name, "collectives", "µs", std::exp(log_measured / n) * 1e6, std::exp(log_model / n) * 1e6,
+    rows.push_back({name, "collectives", "µs", fit.measured() * 1e6, fit.model() * 1e6,
                     calibration ? 0.05 : 0.25, calibration ? RowRole::Calibration : RowRole::Check,
                     calibration ? "CustomAllReduce (" + engine +
                                       "): base latency per NVLink generation, per-peer latencies, one- and two-shot efficiency"

@@ -4,12 +4,30 @@
 // validation.cpp. Internal to the validation module; users call run_validation().
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "sim/serving/validation.hpp"
 
 namespace shardsim {
+
+// A measured table against the model, row by row: the geometric means of the measured and the
+// modelled times (a table row's one figure each) and the RMS of their log ratio (its spread).
+struct LogAgreement {
+  double log_measured = 0, log_model = 0, sq = 0;
+  int n = 0;
+  void add(double measured, double modelled) {
+    log_measured += std::log(measured);
+    log_model += std::log(modelled);
+    const double e = std::log(modelled / measured);
+    sq += e * e;
+    ++n;
+  }
+  double measured() const { return std::exp(log_measured / n); }
+  double model() const { return std::exp(log_model / n); }
+  double rms() const { return std::sqrt(sq / n); }
+};
 
 // Marks the row just added as an end-to-end row of `metric` run on `cluster` (ErrorSummary).
 void tag(std::vector<ValidationRow>& rows, const char* metric, const Cluster& cluster);

@@ -86,21 +86,16 @@ void measured_kernel_rows(std::vector<ValidationRow>& rows) {
     const std::string gpu = t.at("gpu"), kind = t.at("kind"), dtype = t.at("dtype"), role = t.at("role");
     const GpuSpec& g = gpu_preset(gpu, source, "/tables/gpu");
     const Dtype d = dtype_of(dtype);
-    double log_measured = 0, log_model = 0, sq = 0;
-    int n = 0;
+    LogAgreement agreement;
     for (const json& row : t.at("rows")) {
       std::vector<double> r = row.get<std::vector<double>>();
       const double measured = r.back() * 1e-3;
       r.pop_back();
-      const double modelled = model_time(g, cm, kind, d, r, t);
-      log_measured += std::log(measured);
-      log_model += std::log(modelled);
-      const double e = std::log(modelled / measured);
-      sq += e * e;
-      ++n;
+      agreement.add(measured, model_time(g, cm, kind, d, r, t));
     }
-    if (n == 0) continue;
-    const double rms = std::sqrt(sq / n);
+    if (agreement.n == 0) continue;
+    const int n = agreement.n;
+    const double rms = agreement.rms();
     char name[200], setup[240], fit[300];
     std::snprintf(name, sizeof name, "%s %s, %d shapes (geometric mean)", g.name.c_str(), what(kind, dtype).c_str(), n);
     std::snprintf(setup, sizeof setup, "the compute model at the microbenchmarks' clock over the table's %d rows (RMS log error %.1f%%)",
@@ -118,7 +113,7 @@ void measured_kernel_rows(std::vector<ValidationRow>& rows) {
                     g.name.c_str(), kernel_curve_name(id), c.max_eff, c.hbm_eff, n, 100 * rms);
       sets = fit;
     }
-    rows.push_back({name, "kernels", "µs", std::exp(log_measured / n) * 1e6, std::exp(log_model / n) * 1e6,
+    rows.push_back({name, "kernels", "µs", agreement.measured() * 1e6, agreement.model() * 1e6,
                     calibration ? 0.05 : 0.25, calibration ? RowRole::Calibration : RowRole::Check, sets,
                     "NVIDIA AIConfigurator (ai-dynamo/aiconfigurator @095f58a, systems/data/…/" + t.at("file").get<std::string>() +
                         ", TensorRT-LLM 1.3.0rc20)",

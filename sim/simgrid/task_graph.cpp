@@ -198,11 +198,10 @@ void TaskGraph::all_to_all(int op, const std::vector<int>& m, const A2aMatrix& m
 }
 
 CollectiveTime TaskGraph::collective(const StepOp& op, const std::vector<int>& gpus) {
-  const AllReduceKernels kernels = prog_->allreduce;
-  auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo) * 8 + static_cast<int>(kernels));
+  auto key = std::make_tuple(op.group, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo));
   auto it = coll_cache_.find(key);
-  if (it == coll_cache_.end())
-    it = coll_cache_.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, coll_, kernels)).first;
+  if (it == coll_cache_.end())  // (one program's all-reduce kernels: the cache lives for one build)
+    it = coll_cache_.emplace(key, collective_time(cluster_, op.coll, gpus, op.bytes, op.algo, coll_, prog_->allreduce)).first;
   return it->second;
 }
 

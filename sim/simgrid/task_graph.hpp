@@ -82,7 +82,7 @@ class TaskGraph {
   CollectiveModel coll_;
   const AnalyticExecutor& analytic_;
   const StepProgram* prog_ = nullptr;
-  std::map<std::tuple<int, int, double, int>, CollectiveTime> coll_cache_;  // (group, kind, bytes, algo·8 + all-reduce kernels)
+  std::map<std::tuple<int, int, double, int>, CollectiveTime> coll_cache_;  // (group, kind, bytes, algo), this program's
   // Expansion scratch.
   std::vector<int> gpu_pos_, ring_prev_, ring_cur_;
   std::vector<double> nv_, net_;

@@ -74,7 +74,7 @@ void LinkTrafficCounter::collective(const StepProgram& p, const StepOp& op) {
   const std::vector<int>& g = p.groups[static_cast<std::size_t>(op.group)];
   std::vector<int> gpus(g.size());
   for (std::size_t i = 0; i < g.size(); ++i) gpus[i] = p.rank_gpu[static_cast<std::size_t>(g[i])];
-  const auto key = std::make_tuple(gpus, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo) * 8 + static_cast<int>(p.allreduce));
+  const auto key = std::make_tuple(gpus, static_cast<int>(op.coll), op.bytes, static_cast<int>(op.algo), static_cast<int>(p.allreduce));
   auto it = choice_.find(key);
   if (it == choice_.end())
     it = choice_.emplace(key, collective_time(c_, op.coll, gpus, op.bytes, op.algo, model_, p.allreduce)).first;

@@ -59,7 +59,7 @@ class LinkTrafficCounter {
   int seen_ = 0, cap_ = 0;              // GPUs indexed; the table's row length (≥ seen_)
   std::vector<std::int32_t> route_at_;  // [local src · cap_ + local dst]: offset in hops_ (+1; 0 = not yet routed)
   std::vector<int> hops_;               // link directions of the routes found, each route's preceded by its length
-  std::map<std::tuple<std::vector<int>, int, double, int>, CollectiveTime> choice_;  // (GPUs, kind, bytes, algo·8 + all-reduce kernels) → the choice
+  std::map<std::tuple<std::vector<int>, int, double, int, int>, CollectiveTime> choice_;  // (GPUs, kind, bytes, algo, all-reduce kernels) → the choice
   std::vector<double> load_;     // bytes per link direction (2 × link id + backward)
   std::vector<int> touched_;
 };
