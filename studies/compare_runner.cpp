@@ -222,8 +222,19 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   ScenarioOutcome o;
   o.scenario = sc;
   o.gpus = p.in->cluster->num_gpus();
-  o.gpu = p.in->cluster->gpu().name;
+  const Cluster& c = *p.in->cluster;
+  o.gpu = c.gpu().name;
   o.gpu_hour_usd = s.prices.of(o.gpu);
+  if (c.mixed()) {  // "H100-SXM-80GB+H200-SXM-141GB", at the GPU-weighted mean of their prices (0 if one has none)
+    o.gpu.clear();
+    double usd = 0;
+    for (const GpuSpec& t : c.gpu_types()) o.gpu += (o.gpu.empty() ? "" : "+") + t.name;
+    for (int g = 0; g < c.num_gpus(); g += c.gpus_per_node()) {
+      const double price = s.prices.of(c.gpu_of(g).name);
+      usd = price > 0 && usd >= 0 ? usd + price * c.gpus_per_node() : -1;
+    }
+    o.gpu_hour_usd = usd > 0 ? usd / c.num_gpus() : 0;
+  }
   o.feasible = p.feasible;
   o.reason = p.reason;
   if (!p.feasible) return o;

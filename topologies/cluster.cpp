@@ -269,7 +269,7 @@ std::shared_ptr<const DestTree> Cluster::RouteCache::tree(int dst_gpu) {
 }
 
 Cluster::Cluster(std::string name, std::string source, GpuSpec gpu, int gpus_per_node, FabricInfo fabric,
-                 ClusterGraph graph)
+                 ClusterGraph graph, std::vector<GpuSpec> node_gpus)
     : name_(std::move(name)),
       source_(std::move(source)),
       gpu_(std::move(gpu)),
@@ -278,6 +278,45 @@ Cluster::Cluster(std::string name, std::string source, GpuSpec gpu, int gpus_per
       graph_(std::move(graph)),  // a copy with Boost 1.74 (no move constructor)
       cache_(std::make_shared<RouteCache>()) {
   validate();
+  types_.push_back(gpu_);
+  if (node_gpus.empty()) return;
+  if (static_cast<int>(node_gpus.size()) != num_nodes())
+    throw InputError(source_, "/node_gpus", std::to_string(node_gpus.size()) + " node GPU types for " +
+                                                 std::to_string(num_nodes()) + " nodes");
+  if (!(node_gpus[0] == gpu_)) throw std::logic_error("Cluster: node 0's GPU type must be the cluster's gpu");
+  for (const GpuSpec& g : node_gpus) {
+    std::size_t t = 0;
+    while (t < types_.size() && !(types_[t] == g)) ++t;
+    if (t == types_.size()) {
+      for (const GpuSpec& o : types_)
+        if (o.name == g.name)
+          throw InputError(source_, "/node_gpus", "two different GPU specs are both called \"" + g.name + "\"");
+      types_.push_back(g);
+    }
+    node_type_.push_back(static_cast<int>(t));
+  }
+  if (types_.size() == 1) node_type_.clear();
+}
+
+const GpuSpec& Cluster::node_gpu(int node) const {
+  if (node < 0 || node >= num_nodes()) throw std::out_of_range("node_gpu: no node " + std::to_string(node));
+  return node_type_.empty() ? gpu_ : types_[static_cast<std::size_t>(node_type_[static_cast<std::size_t>(node)])];
+}
+
+int Cluster::gpu_type_of(int gpu) const {
+  if (node_type_.empty()) {
+    if (gpu < 0 || gpu >= num_gpus()) throw std::out_of_range("gpu_type_of: no GPU " + std::to_string(gpu));
+    return 0;
+  }
+  return node_type_[static_cast<std::size_t>(node_of(gpu))];
+}
+
+std::string Cluster::gpus_text() const {
+  std::vector<int> count(types_.size(), 0);
+  for (int n = 0; n < num_nodes(); ++n) count[static_cast<std::size_t>(node_type_.empty() ? 0 : node_type_[static_cast<std::size_t>(n)])] += gpus_per_node_;
+  std::string s;
+  for (std::size_t t = 0; t < types_.size(); ++t) s += (t ? " + " : "") + std::to_string(count[t]) + " × " + types_[t].name;
+  return s;
 }
 
 void Cluster::validate() {

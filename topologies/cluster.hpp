@@ -8,6 +8,10 @@
 // construction and immutable afterwards.
 // Units: bytes/s per direction, seconds. GPU ids are 0..num_gpus()-1, numbered node-major
 // (gpu = node * gpus_per_node + local index) for node-based fabrics.
+// GPU types: one per cluster, or one per node for a mixed cluster (nodes of H100 and H200, say:
+// the "+" shorthand and the cluster file's "node_gpus"). gpu() is node 0's type; whatever prices
+// work on a GPU asks gpu_of(gpu). A plan's pool lies on one type (plan_check refuses one that
+// spans two).
 // Routing: fewest hops without forwarding through a GPU (GPUs forward only when no other path
 // exists, e.g. an explicit GPU-GPU link list); among equal hop counts the widest bottleneck; among
 // equals, destination-mod-k over the candidate next links (as InfiniBand's fat-tree routing does), so
@@ -106,12 +110,27 @@ class Cluster {
  public:
   // Builds from a graph and its structure; validates (connected, every GPU has a route to every
   // other, positive bandwidths) and throws InputError(source, field, reason) otherwise.
+  // `node_gpus`: empty (every node has `gpu`), or one GPU type per node (node 0's must be `gpu`).
   Cluster(std::string name, std::string source, GpuSpec gpu, int gpus_per_node, FabricInfo fabric,
-          ClusterGraph graph);
+          ClusterGraph graph, std::vector<GpuSpec> node_gpus = {});
 
   const std::string& name() const { return name_; }
   const std::string& source() const { return source_; }   // file path or shorthand it came from
-  const GpuSpec& gpu() const { return gpu_; }
+  const GpuSpec& gpu() const { return gpu_; }             // node 0's GPU type (the only one unless mixed())
+  // Mixed clusters: the type of a GPU (std::out_of_range when there is no such GPU) or of a node;
+  // the distinct types in node order, and which of them a GPU is.
+  const GpuSpec& gpu_of(int gpu) const { return types_[static_cast<std::size_t>(gpu_type_of(gpu))]; }
+  const GpuSpec& node_gpu(int node) const;
+  // The type of the pool that starts at GPU `first` (node 0's when out of range, as for a plan
+  // not yet checked): a pool lies on one type.
+  const GpuSpec& pool_gpu(int first) const { return first >= 0 && first < num_gpus() ? gpu_of(first) : gpu_; }
+  bool mixed() const { return types_.size() > 1; }
+  const std::vector<GpuSpec>& gpu_types() const { return types_; }
+  int gpu_type_of(int gpu) const;
+  // Per node (empty unless mixed()): the index into gpu_types().
+  const std::vector<int>& node_types() const { return node_type_; }
+  // "16 × H100-SXM-80GB", or "16 × H100-SXM-80GB + 16 × H200-SXM-141GB" for a mixed cluster.
+  std::string gpus_text() const;
   const FabricInfo& fabric() const { return fabric_; }
   const CollectiveEfficiency& collective_efficiency() const { return fabric_.efficiency; }
   const ClusterGraph& graph() const { return graph_; }
@@ -156,6 +175,8 @@ class Cluster {
  private:
   std::string name_, source_;
   GpuSpec gpu_;
+  std::vector<GpuSpec> types_;     // distinct GPU types in node order; types_[0] = gpu_
+  std::vector<int> node_type_;     // per node, index into types_ (empty: all 0)
   int gpus_per_node_;
   FabricInfo fabric_;
   ClusterGraph graph_;

@@ -203,6 +203,39 @@ const json& read_array(JsonObject& o, std::string_view key) {
   return a;
 }
 
+// A mixed cluster's generated NVLink: each GPU's link to its NVSwitch at its own node's GPU's
+// nvlink_bw (the generators drew every node with the first type's). Link lists keep their own.
+void give_nodes_their_nvlink(ClusterGraph& g, int gpus_per_node, const std::vector<GpuSpec>& node_gpus) {
+  for (auto [it, end] = boost::edges(g); it != end; ++it) {
+    LinkInfo& l = g[*it];
+    if (l.cls != LinkClass::NvLink) continue;
+    const VertexInfo& a = g[boost::source(*it, g)];
+    const VertexInfo& b = g[boost::target(*it, g)];
+    const int gpu = a.kind == VertexKind::Gpu ? a.gpu : b.kind == VertexKind::Gpu ? b.gpu : -1;
+    if (gpu < 0) continue;
+    l.bandwidth = node_gpus.at(static_cast<std::size_t>(gpu / gpus_per_node)).nvlink_bw;
+  }
+}
+
+// "node_gpus": runs of nodes in node order, [{"gpu": preset name or spec object, "nodes": N}, …].
+std::vector<GpuSpec> read_node_gpus(JsonObject& top) {
+  const json& runs = read_array(top, "node_gpus");
+  if (runs.empty()) top.fail("node_gpus", "expected at least one {\"gpu\", \"nodes\"} run");
+  std::vector<GpuSpec> out;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    JsonObject run(runs[i], top.source(), top.pointer("node_gpus") + "/" + std::to_string(i));
+    GpuSpec gpu;
+    if (run.has("gpu") && run.raw("gpu").is_string()) gpu = gpu_preset(run.string("gpu"), top.source(), run.pointer("gpu"));
+    else if (run.has("gpu") && run.raw("gpu").is_object()) gpu = gpu_spec_from_json(run.object("gpu"));
+    else run.fail("gpu", "expected a GPU preset name or a GPU spec object");
+    const std::int64_t n = run.integer("nodes", 1, kMaxClusterGpus);
+    run.finish();
+    if (static_cast<std::int64_t>(out.size()) + n > kMaxClusterGpus) run.fail("nodes", "more nodes than any cluster may have");
+    out.insert(out.end(), static_cast<std::size_t>(n), gpu);
+  }
+  return out;
+}
+
 // fabric.kind == "links": GPUs gpu0..gpuN-1 are implicit; other vertices and all links are listed.
 GeneratedFabric read_link_list(JsonObject& fab, int nodes, int gpn, const Latencies& lat) {
   const std::string& source = fab.source();
@@ -311,12 +344,63 @@ std::string cluster_shorthand_help() {
          "  torus:XxYxZ    torus of nodes (1-3 dims); keys: gpus=8 (per node), link_bw=50e9, nic_bw=50e9, gpu=PRESET\n"
          "  dragonfly:G    G groups; keys: routers=4 (per group), nodes=1 (per router), global=2 (links per router),\n"
          "      gpus=8, local_bw=50e9, global_bw=50e9, nic_bw=50e9, gpu=PRESET\n"
+         "  dgx-h100:N+dgx-h200:M[,KEY=VALUE...]  a mixed cluster: node families of one node size joined on one fat-tree,\n"
+         "      their nodes in the order written (keys after the last part, as above, without gpu)\n"
          "  Anything else is a cluster JSON file (docs/cluster-format.md).\n";
 }
 
 bool is_cluster_shorthand(const std::string& spec) { return find_family(spec) != nullptr; }
 
+namespace {
+
+// FAMILY:N '+' FAMILY:N … [',' KEY '=' VALUE …]: node-based families of one node size on one
+// fat-tree, their nodes in the order written; the keys (after the last part) are the fat-tree's.
+Cluster cluster_from_mixed_shorthand(const std::string& spec) {
+  const std::vector<std::string> parts = split(spec, '+');
+  std::vector<GpuSpec> node_gpus;
+  const Family* first = nullptr;
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Family* fam = find_family(parts[i]);
+    if (!fam) throw InputError(spec, "size", "\"" + parts[i] + "\" is not a node shorthand (FAMILY:N); known: " + family_list());
+    if (fam->kind != FamilyKind::Nodes)
+      throw InputError(spec, "size", std::string(fam->name) + ": only node families (dgx-h100, dgx-h200, …) can be joined with '+'");
+    std::vector<std::string> items = split(parts[i].substr(parts[i].find(':') + 1), ',');
+    if (items.size() > 1 && i + 1 < parts.size())
+      throw InputError(spec, items[1].substr(0, items[1].find('=')), "options go after the last part, e.g. dgx-h100:2+dgx-h200:2,oversub=2");
+    if (first && fam->gpus_per_node != first->gpus_per_node)
+      throw InputError(spec, "size", "every part needs the same GPUs per node");
+    if (!first) first = fam;
+    const std::int64_t n = parse_int(spec, "size", items[0], 1, kMaxClusterGpus);
+    if (static_cast<std::int64_t>(node_gpus.size()) + n > kMaxClusterGpus / fam->gpus_per_node)
+      throw InputError(spec, "size", "more GPUs than the limit of " + std::to_string(kMaxClusterGpus));
+    node_gpus.insert(node_gpus.end(), static_cast<std::size_t>(n), gpu_preset(fam->gpu));
+    if (i + 1 == parts.size()) keys.assign(items.begin() + 1, items.end());
+  }
+  Options opt(spec, keys);
+  std::string v;
+  FatTreeParams p;
+  p.rail_optimized = first->rails;
+  p.nic_bw = first->nic_bw;
+  if (opt.take("oversub", v, "oversubscription")) p.oversubscription = parse_double(spec, "oversub", v);
+  if (opt.take("radix", v)) p.radix = to_int(parse_int(spec, "radix", v, 0, 1 << 20));
+  if (opt.take("levels", v)) p.levels = to_int(parse_int(spec, "levels", v, 0, 1000));
+  if (opt.take("rails", v)) p.rail_optimized = parse_bool(spec, "rails", v);
+  if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+  opt.finish("oversub, radix, levels, rails, nic_bw (a mixed cluster takes its GPUs from its parts)");
+  const SpecContext ctx{spec, shorthand_field};
+  GeneratedFabric fab = generate_fat_tree(node_gpus[0], to_int(static_cast<std::int64_t>(node_gpus.size())),
+                                          first->gpus_per_node, p, Latencies{}, ctx);
+  give_nodes_their_nvlink(fab.graph, first->gpus_per_node, node_gpus);
+  GpuSpec gpu0 = node_gpus[0];
+  return Cluster(spec, spec, std::move(gpu0), first->gpus_per_node, std::move(fab.info), std::move(fab.graph),
+                 std::move(node_gpus));
+}
+
+}  // namespace
+
 Cluster cluster_from_shorthand(const std::string& spec) {
+  if (spec.find('+') != std::string::npos) return cluster_from_mixed_shorthand(spec);
   const Family* fam = find_family(spec);
   if (!fam) throw InputError(spec, "", "not a cluster shorthand; known: " + family_list());
   const std::vector<std::string> items = split(spec.substr(spec.find(':') + 1), ',');
@@ -386,8 +470,13 @@ Cluster cluster_from_json(const json& doc, const std::string& source, const std:
   JsonObject top(doc, source);
   const std::string name = top.name_or("name", default_name);
   GpuSpec gpu;
-  if (!top.has("gpu")) top.fail("gpu", "missing, expected a GPU preset name or a GPU spec object");
-  if (top.raw("gpu").is_string()) gpu = gpu_preset(top.string("gpu"), source, top.pointer("gpu"));
+  std::vector<GpuSpec> node_gpus;
+  if (top.has("node_gpus")) {
+    if (top.has("gpu")) top.fail("gpu", "give either \"gpu\" (every node) or \"node_gpus\" (per node), not both");
+    node_gpus = read_node_gpus(top);
+    gpu = node_gpus[0];
+  } else if (!top.has("gpu")) top.fail("gpu", "missing, expected a GPU preset name or a GPU spec object (or \"node_gpus\")");
+  else if (top.raw("gpu").is_string()) gpu = gpu_preset(top.string("gpu"), source, top.pointer("gpu"));
   else if (top.raw("gpu").is_object()) gpu = gpu_spec_from_json(top.object("gpu"));
   else top.fail("gpu", "expected a GPU preset name or a GPU spec object");
   const int gpn = to_int(top.integer("gpus_per_node", 1, kMaxClusterGpus));
@@ -461,7 +550,15 @@ Cluster cluster_from_json(const json& doc, const std::string& source, const std:
     }
   }();
   out.info.efficiency = eff;
-  return Cluster(name, source, gpu, gpn, std::move(out.info), std::move(out.graph));
+  if (!node_gpus.empty()) {
+    std::size_t n_gpus = 0;
+    for (std::size_t v = 0; v < boost::num_vertices(out.graph); ++v) n_gpus += out.graph[v].kind == VertexKind::Gpu;
+    if (node_gpus.size() * static_cast<std::size_t>(gpn) != n_gpus)
+      top.fail("node_gpus", "its runs hold " + std::to_string(node_gpus.size()) + " nodes, the fabric " +
+                                std::to_string(n_gpus / static_cast<std::size_t>(gpn)));
+    if (kind != "links") give_nodes_their_nvlink(out.graph, gpn, node_gpus);
+  }
+  return Cluster(name, source, gpu, gpn, std::move(out.info), std::move(out.graph), std::move(node_gpus));
 }
 
 Cluster load_cluster_file(const std::string& path) {
@@ -492,7 +589,20 @@ json cluster_to_json(const Cluster& c, ClusterJsonStyle style) {
   const FabricInfo& f = c.fabric();
   json j = json::object();
   j["name"] = c.name();
-  j["gpu"] = gpu_spec_to_json(c.gpu());
+  if (!c.mixed()) {
+    j["gpu"] = gpu_spec_to_json(c.gpu());
+  } else {
+    json runs = json::array();
+    for (int n = 0; n < c.num_nodes(); ++n) {
+      const int t = c.node_types()[static_cast<std::size_t>(n)];
+      if (n > 0 && c.node_types()[static_cast<std::size_t>(n - 1)] == t) {
+        runs.back()["nodes"] = runs.back()["nodes"].get<int>() + 1;
+        continue;
+      }
+      runs.push_back({{"gpu", gpu_spec_to_json(c.gpu_types()[static_cast<std::size_t>(t)])}, {"nodes", 1}});
+    }
+    j["node_gpus"] = std::move(runs);
+  }
   j["gpus_per_node"] = c.gpus_per_node();
   j["latencies"] = {{"nvlink", f.latencies.nvlink}, {"nic", f.latencies.nic}, {"switch", f.latencies.switch_link}};
   j["collective_efficiency"] = {{"nvlink", f.efficiency.nvlink}, {"network", f.efficiency.network}};
@@ -581,7 +691,7 @@ namespace {
 std::string to_dot_nodes(const Cluster& c) {
   const ClusterGraph& g = c.graph();
   std::ostringstream out;
-  out << "// " << c.name() << ": " << c.num_gpus() << " " << c.gpu().name << " GPUs in " << c.num_nodes()
+  out << "// " << c.name() << ": " << (c.mixed() ? c.gpus_text() : std::to_string(c.num_gpus()) + " " + c.gpu().name) << " GPUs in " << c.num_nodes()
       << " NVLink domains, fabric " << c.fabric().kind << "; one vertex per domain. Render with: sfdp -Tsvg.\n";
   out << "graph " << dot_id(c.name()) << " {\n  graph [overlap=false];\n  node [fontsize=10];\n";
   auto group = [&](std::size_t v) {
@@ -590,7 +700,7 @@ std::string to_dot_nodes(const Cluster& c) {
   };
   for (int n = 0; n < c.num_nodes(); ++n)
     out << "  " << dot_id("node " + std::to_string(n)) << " [shape=box3d, style=filled, fillcolor=\"#b8e186\", label=\"node " << n
-        << "\\n" << c.gpus_per_node() << " × " << c.gpu().name << "\\nNVLink " << format_number(c.gpu().nvlink_bw / 1e9)
+        << "\\n" << c.gpus_per_node() << " × " << c.node_gpu(n).name << "\\nNVLink " << format_number(c.node_gpu(n).nvlink_bw / 1e9)
         << " GB/s per GPU\"];\n";
   for (std::size_t v = 0; v < boost::num_vertices(g); ++v)
     if (g[v].kind == VertexKind::Switch)
@@ -619,7 +729,7 @@ std::string to_dot(const Cluster& c, DotDetail detail) {
   if (detail == DotDetail::Nodes) return to_dot_nodes(c);
   const ClusterGraph& g = c.graph();
   std::ostringstream out;
-  out << "// " << c.name() << ": " << c.num_gpus() << " " << c.gpu().name << " GPUs, fabric " << c.fabric().kind
+  out << "// " << c.name() << ": " << (c.mixed() ? c.gpus_text() : std::to_string(c.num_gpus()) + " " + c.gpu().name) << " GPUs, fabric " << c.fabric().kind
       << ". Render with: dot -Tsvg (small clusters) or sfdp -Tsvg.\n";
   out << "graph " << dot_id(c.name()) << " {\n  graph [overlap=false];\n  node [fontsize=10];\n";
   // One subgraph per NVLink domain: its GPUs, NVSwitch and NICs.

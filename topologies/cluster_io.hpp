@@ -11,6 +11,8 @@
 //       keys: as above (rails defaults to off)
 //   torus:X[xY[xZ]]     keys: gpus (per node, default 8), link_bw, nic_bw, gpu
 //   dragonfly:G         keys: routers, nodes, global, gpus, local_bw, global_bw, nic_bw, gpu
+//   dgx-h100:N+dgx-h200:M[,keys]  a mixed cluster: node families joined on one fat-tree, nodes in
+//       the order written; the keys of the node families but gpu, after the last part
 // Anything else is a JSON file path.
 // Errors: InputError(source, field, reason) — a JSON pointer for files ("/fabric/radix"), the key
 // for shorthands ("radix", "size" for the part after ':').

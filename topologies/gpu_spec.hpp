@@ -42,6 +42,7 @@ struct GpuSpec {
   double host_bytes = 0;   // host memory per GPU for KV and weight offload, bytes; 0 = not stated (unchecked)
   std::array<KernelTuning, kNumKernelCurves> kernels{};  // per-curve corrections measured on this GPU (none: H100's fractions)
   std::string comment;     // source of the figures
+  bool operator==(const GpuSpec&) const = default;
 };
 
 // All presets, in file order.

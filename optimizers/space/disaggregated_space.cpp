@@ -16,6 +16,13 @@ int count_factors(const PoolSpace& s) {
   return n;
 }
 
+// Whether `gpus` GPUs from `first` on are of one type (a pool lies on one: plan_check).
+bool one_type(const Cluster& c, int first, int gpus) {
+  for (int g = first + 1; g < first + gpus; ++g)
+    if (c.gpu_type_of(g) != c.gpu_type_of(first)) return false;
+  return true;
+}
+
 // Prefill pool sizes: whole NVLink domains (1 … n−1 of them), or on one domain ¼, ½ and ¾ of it.
 std::vector<int> split_sizes(const Cluster& c) {
   const int g = c.gpus_per_node(), n = c.num_gpus();
@@ -45,23 +52,38 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
   SpaceOptions decode_options = pool_options;
   decode_options.routing = false;  // the decode pool is dealt round-robin as prefills end (disaggregated.cpp deal())
   const int n = cluster.num_gpus();
-  for (int p : sizes) {
-    Split s;
-    s.prefill_gpus = p;
-    s.pools[0] = std::make_unique<PoolSpace>(model, cluster, bases[0], pool_options, PoolGpus{p, 0});
-    s.pools[1] = std::make_unique<PoolSpace>(model, cluster, bases[1], decode_options, PoolGpus{n - p, p});
-    for (int k = 0; k < 2; ++k) {
-      s.factors[k] = count_factors(*s.pools[k]);
-      factors_[k] = std::max(factors_[k], s.factors[k]);
+  // On a mixed cluster the splits are those whose pools each lie on one GPU type, in both orders
+  // (prefill on the first GPUs, or decode): the split gene then chooses each pool's GPU type.
+  std::vector<std::string> labels;
+  for (const bool decode_first : {false, true}) {
+    if (decode_first && !cluster.mixed()) break;  // (on one GPU type the order changes nothing)
+    for (int p : sizes) {
+      const int pre_first = decode_first ? n - p : 0, dec_first = decode_first ? 0 : p;
+      if (cluster.mixed() && !(one_type(cluster, pre_first, p) && one_type(cluster, dec_first, n - p))) continue;
+      Split s;
+      s.prefill_gpus = p;
+      s.decode_first = decode_first;
+      s.pools[0] = std::make_unique<PoolSpace>(model, cluster, bases[0], pool_options, PoolGpus{p, pre_first});
+      s.pools[1] = std::make_unique<PoolSpace>(model, cluster, bases[1], decode_options, PoolGpus{n - p, dec_first});
+      for (int k = 0; k < 2; ++k) {
+        s.factors[k] = count_factors(*s.pools[k]);
+        factors_[k] = std::max(factors_[k], s.factors[k]);
+      }
+      const std::string P = std::to_string(p) + "P", D = std::to_string(n - p) + "D";
+      labels.push_back(decode_first ? D + P : P + D);
+      if (cluster.mixed())
+        labels.back() += " (" + cluster.gpu_of(pre_first).name + " prefill)";
+      splits_.push_back(std::move(s));
     }
-    splits_.push_back(std::move(s));
   }
+  if (splits_.empty())
+    throw InputError("--space", "pools", "no split of " + cluster.gpus_text() + " puts each pool on one GPU type");
   Decision split;
   split.name = "pool split";
   split.kind = Decision::Kind::PoolSplit;
   split.block = Block::Degrees;
   split.ordinal = true;
-  for (int p : sizes) split.labels.push_back(std::to_string(p) + "P" + std::to_string(n - p) + "D");
+  split.labels = labels;
   decisions_.push_back(split);
   for (int k = 0; k < 2; ++k) {
     first_[k] = static_cast<int>(decisions_.size());
@@ -129,7 +151,7 @@ Genes DisaggregatedSpace::canonical(const Genes& g) const { return each_pool(g, 
 std::string DisaggregatedSpace::key(const Genes& g) const {
   const int s = split_of(g);
   const Split& sp = splits_[static_cast<std::size_t>(s)];
-  std::string k = "P";  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "P" + to_string(…)
+  std::string k = sp.decode_first ? "D" : "P";  // appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "P" + to_string(…)
   k += std::to_string(sp.prefill_gpus);
   k += '|';
   k += sp.pools[0]->key(child_genes(g, s, 0));
@@ -141,7 +163,8 @@ std::string DisaggregatedSpace::key(const Genes& g) const {
 Plan DisaggregatedSpace::decode(const Genes& g) const {
   const int s = split_of(g);
   const Split& sp = splits_[static_cast<std::size_t>(s)];
-  Plan p = disaggregated_plan(sp.pools[0]->decode(child_genes(g, s, 0)), sp.pools[1]->decode(child_genes(g, s, 1)));
+  Plan p = disaggregated_plan(sp.pools[0]->decode(child_genes(g, s, 0)), sp.pools[1]->decode(child_genes(g, s, 1)),
+                              sp.decode_first);
   p.name = "search";
   return p;
 }
@@ -150,7 +173,7 @@ bool DisaggregatedSpace::encode(const Plan& plan, Genes& out) const {
   out.assign(static_cast<std::size_t>(num_decisions()), 0);
   if (!plan.disaggregated() || plan.total_gpus() != cluster_.num_gpus()) return false;
   for (std::size_t s = 0; s < splits_.size(); ++s) {
-    if (splits_[s].prefill_gpus != plan.deg.gpus()) continue;
+    if (splits_[s].prefill_gpus != plan.deg.gpus() || splits_[s].decode_first != plan.decode_first()) continue;
     Genes pre, dec;
     if (!splits_[s].pools[0]->encode(plan.prefill(), pre) || !splits_[s].pools[1]->encode(plan.decode(), dec)) return false;
     out[0] = static_cast<int>(s);
@@ -220,6 +243,13 @@ Genes DisaggregatedSpace::random(const std::function<std::uint64_t()>& next) con
 
 std::unique_ptr<SearchSpace> make_search_space(const ModelSpec& model, const Cluster& cluster, const Plan& base,
                                                SpaceOptions options) {
+  if (cluster.mixed() && !options.pools) {  // every colocated plan would span two GPU types (plan_check refuses that)
+    if (!options.degrees)
+      throw InputError("--space", to_string(options),
+                       cluster.name() + " mixes " + cluster.gpus_text() + ": its plans are disaggregated, one pool per GPU type, "
+                       "and the pool split is a degrees decision (add \"degrees\")");
+    options.pools = true;
+  }
   if (options.pools) return std::make_unique<DisaggregatedSpace>(model, cluster, base, options);
   return std::make_unique<PoolSpace>(model, cluster, base, options);
 }

@@ -3,7 +3,9 @@
 // Owns: DisaggregatedSpace, the SearchSpace of `--space …,pools`. Its genome is
 //   [pool split] [prefill pool's genes] [decode pool's genes]
 // The split gene picks how many GPUs prefill (whole NVLink domains: 1 … n−1 nodes; on one node,
-// a quarter, half or three quarters of it); the decode pool takes the rest. Each pool's genes are a
+// a quarter, half or three quarters of it); the decode pool takes the rest. On a mixed cluster
+// (nodes of two GPU types) it picks among the splits whose pools each lie on one type, in both
+// orders, so it chooses which type prefills and which decodes. Each pool's genes are a
 // PoolSpace's (optimizers/space/search_space.hpp) on that pool's GPUs, so every pool chooses its own
 // degrees, sharding, mapping and batching. Pools of different sizes have different numbers of
 // prime factors: each pool's factor genes are padded to the widest split (a padding gene is always
@@ -49,6 +51,7 @@ class DisaggregatedSpace final : public SearchSpace {
  private:
   struct Split {
     int prefill_gpus = 0;
+    bool decode_first = false;            // the decode pool on the first GPUs (mixed clusters)
     std::unique_ptr<PoolSpace> pools[2];  // prefill, decode
     int factors[2] = {0, 0};              // each pool's factor genes (before padding)
   };

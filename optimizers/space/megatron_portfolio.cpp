@@ -79,7 +79,7 @@ std::vector<RulePlan> megatron_portfolio(const ModelSpec& m, const Cluster& c, c
     return bytes;
   }();
   int m_min = 1;
-  while (m_min < n && weights / m_min > 0.7 * usable_bytes(base.engine, c.gpu().hbm_bytes, 0)) m_min *= 2;
+  while (m_min < n && weights / m_min > 0.7 * usable_bytes(base.engine, c.pool_gpu(pool.first).hbm_bytes, 0)) m_min *= 2;
   int tp_min = valid.back();
   for (int t : valid)
     if (t >= std::min(m_min, g)) {
@@ -134,7 +134,8 @@ std::vector<RulePlan> pool_portfolio(const DisaggregatedSpace& space) {
     const auto pre = rules(0), dec = rules(1);
     for (const auto& a : pre)
       for (const auto& d : dec)
-        if (a.rule == d.rule) out.push_back({a.rule + " " + split, disaggregated_plan(a.plan, d.plan)});
+        if (a.rule == d.rule)
+          out.push_back({a.rule + " " + split, disaggregated_plan(a.plan, d.plan, space.pool(s, 1).pool().first == 0)});
   }
   return out;
 }

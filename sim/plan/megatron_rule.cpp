@@ -19,10 +19,13 @@ bool megatron_valid_tp(const ModelSpec& m, int tp, int gpus_per_node, Dtype weig
   return true;
 }
 
-Plan megatron_plan(const ModelSpec& m, const Cluster& cluster) {
-  const int n = cluster.num_gpus();
+namespace {
+
+// The rule on `n` GPUs from `first` on.
+Plan pool_rule(const ModelSpec& m, const Cluster& cluster, int first, int n) {
   Plan plan;
   plan.name = "megatron";
+  plan.first_gpu = first;
   PlanDefaults defaults = plan_defaults(m);
   plan.dtypes = defaults.dtypes;
   plan.engine.max_context = defaults.max_context;
@@ -48,6 +51,31 @@ Plan megatron_plan(const ModelSpec& m, const Cluster& cluster) {
     if (plan_memory(p, m, cluster).fits) return p;
   }
   return last;
+}
+
+}  // namespace
+
+Plan megatron_plan(const ModelSpec& m, const Cluster& cluster) {
+  const int n = cluster.num_gpus();
+  // A mixed cluster of two types, each on consecutive nodes: one pool per type, decode on the one
+  // with the faster HBM (decode steps read weights and KV; prefill is compute-bound), as Splitwise
+  // argues. Otherwise the rule on all GPUs (which check_plan refuses on a mixed cluster, saying why).
+  if (cluster.gpu_types().size() == 2) {
+    int cut = 0;
+    while (cut < n && cluster.gpu_type_of(cut) == 0) ++cut;
+    bool runs = true;
+    for (int g = cut; g < n; ++g) runs = runs && cluster.gpu_type_of(g) == 1;
+    if (runs) {
+      const GpuSpec &a = cluster.gpu_types()[0], &b = cluster.gpu_types()[1];
+      const bool decode_first = a.hbm_bw > b.hbm_bw || (a.hbm_bw == b.hbm_bw && a.hbm_bytes > b.hbm_bytes);
+      const int dec_gpus = decode_first ? cut : n - cut;
+      Plan p = disaggregated_plan(pool_rule(m, cluster, decode_first ? cut : 0, n - dec_gpus),
+                                  pool_rule(m, cluster, decode_first ? 0 : cut, dec_gpus), decode_first);
+      p.name = "megatron";
+      return p;
+    }
+  }
+  return pool_rule(m, cluster, 0, n);
 }
 
 }  // namespace shardsim

@@ -5,6 +5,8 @@
 // the expert count allows, the rest as expert-TP); Megatron column→row per-operator sharding.
 // (docs/references.md §A.4 H1/H4. The optimizers' rule portfolio widens this into several plans.)
 // When no pipeline depth fits in memory it returns the deepest candidate; check_plan says why.
+// On a mixed cluster of two GPU types (Cluster::mixed) it is disaggregated: one pool per type,
+// decode on the type with the faster HBM, each pool by the same rule.
 #pragma once
 
 #include "sim/plan/plan.hpp"

@@ -79,7 +79,7 @@ double kv_elems_per_gpu(const Plan& plan, const ModelSpec& m) {
 MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cluster) {
   const Degrees& d = plan.deg;
   MemoryReport r;
-  r.hbm = cluster.gpu().hbm_bytes;
+  r.hbm = cluster.pool_gpu(plan.first_gpu).hbm_bytes;  // the pool's GPU type
   const double wb = bytes_of(plan.dtypes.weights), ab = bytes_of(plan.dtypes.activations),
                kb = bytes_of(plan.dtypes.kv);
   const double h = m.hidden;

@@ -336,6 +336,17 @@ int gpus_left(int gpus, const Plan& prefill) { return std::max(0, gpus - prefill
 
 Plan plan_from_string(const std::string& text, int gpus, const PlanDefaults& defaults) {
   static const std::string kPrefill = "prefill:", kDecode = "/decode:";
+  if (static const std::string kDecodeFirst = "decode:", kThenPrefill = "/prefill:"; text.rfind(kDecodeFirst, 0) == 0) {
+    // decode:<plan>/prefill:<plan>: the same two pools, the decode pool on the first GPUs.
+    const std::size_t at = text.find(kThenPrefill);
+    if (at == std::string::npos)
+      throw InputError(text, "prefill", "a plan that starts with \"decode:<plan>\" needs \"/prefill:<plan>\" after it");
+    Plan decode = pool_from_string(text.substr(kDecodeFirst.size(), at - kDecodeFirst.size()), 0, defaults);
+    Plan prefill = pool_from_string(text.substr(at + kThenPrefill.size()), gpus_left(gpus, decode), defaults);
+    Plan plan = disaggregated_plan(std::move(prefill), std::move(decode), true);
+    plan.name = text;
+    return plan;
+  }
   const std::size_t cut = text.find(kDecode);
   const bool prefixed = text.rfind(kPrefill, 0) == 0;
   if (!prefixed && cut == std::string::npos) return pool_from_string(text, gpus, defaults);
@@ -410,12 +421,16 @@ Plan plan_from_json(const json& j, const std::string& source, int gpus, const Pl
   if (!root.has("prefill")) root.fail("prefill", "missing: a plan with a \"decode\" pool needs a \"prefill\" pool too");
   if (!root.has("decode")) root.fail("decode", "missing: a plan with a \"prefill\" pool needs a \"decode\" pool too");
   const std::string name = root.name_or("name", std::filesystem::path(source).filename().string());
+  // "first_pool": which pool takes the first GPUs (default "prefill"); the other pool's dp
+  // defaults to the GPUs left.
+  const bool decode_first = root.choice_or("first_pool", "prefill", {"prefill", "decode"}) == "decode";
   JsonObject p = root.object("prefill");
-  Plan prefill = pool_from_json(p, source, 0, defaults);
   JsonObject d = root.object("decode");
-  Plan decode = pool_from_json(d, source, gpus_left(gpus, prefill), defaults);
+  Plan first = pool_from_json(decode_first ? d : p, source, 0, defaults);
+  Plan second = pool_from_json(decode_first ? p : d, source, gpus_left(gpus, first), defaults);
   root.finish();
-  Plan plan = disaggregated_plan(std::move(prefill), std::move(decode));
+  Plan plan = decode_first ? disaggregated_plan(std::move(second), std::move(first), true)
+                           : disaggregated_plan(std::move(first), std::move(second));
   plan.name = name;
   return plan;
 }
@@ -426,11 +441,11 @@ Plan Plan::prefill() const {
   return p;
 }
 
-Plan disaggregated_plan(Plan prefill, Plan decode) {
+Plan disaggregated_plan(Plan prefill, Plan decode, bool decode_first) {
   prefill.decode_pool.clear();
-  prefill.first_gpu = 0;
+  prefill.first_gpu = decode_first ? decode.deg.gpus() : 0;
   decode.decode_pool.clear();
-  decode.first_gpu = prefill.deg.gpus();
+  decode.first_gpu = decode_first ? 0 : prefill.deg.gpus();
   decode.name.clear();  // the plan's name is the prefill pool's (the whole plan's)
   prefill.decode_pool.push_back(std::move(decode));
   return prefill;
@@ -443,6 +458,7 @@ json plan_to_json(const Plan& p) {
   if (p.disaggregated()) {
     json j;
     if (named) j["name"] = p.name;
+    if (p.decode_first()) j["first_pool"] = "decode";
     j["prefill"] = plan_to_json(p.prefill());
     j["decode"] = plan_to_json(p.decode());
     j["prefill"].erase("name");
@@ -475,6 +491,7 @@ namespace {
 
 // plan_to_string's text; `experts` = false leaves out what only a MoE model uses.
 std::string plan_text(const Plan& p, bool experts) {
+  if (p.decode_first()) return "decode:" + plan_text(p.decode(), experts) + "/prefill:" + plan_text(p.prefill(), experts);
   if (p.disaggregated()) return "prefill:" + plan_text(p.prefill(), experts) + "/decode:" + plan_text(p.decode(), experts);
   std::string s;
   auto add = [&](const std::string& k, const std::string& v) { s += (s.empty() ? "" : ",") + k + "=" + v; };

@@ -111,17 +111,19 @@ struct Plan {
   // slots allow EP72); hot experts are replicated on
   // them from the routing's measured loads and their tokens split between the replicas.
   int redundant_experts = 0;
-  // The cluster GPU of this plan's rank 0: 0, except for the decode pool of a disaggregated plan,
-  // which starts after the prefill pool's GPUs.
+  // The cluster GPU of this plan's rank 0: 0, except for the pool of a disaggregated plan that
+  // comes second (the decode pool after the prefill pool's GPUs, or the reverse: decode_first()).
   int first_gpu = 0;
   // Prefill/decode disaggregation (sim/serving/disaggregated.hpp): empty for a colocated plan;
   // otherwise this plan is the prefill pool and decode_pool[0] the decode pool, each with its own
-  // degrees, engine, dtypes and experts, on GPUs [0, P) and [P, P + D) with P = deg.gpus().
+  // degrees, engine, dtypes and experts, on GPUs [0, P) and [P, P + D) with P = deg.gpus() — or,
+  // decode first, [D, D + P) and [0, D) (on a mixed cluster the order puts each pool on a GPU type).
   std::vector<Plan> decode_pool;
 
   Plan();                                             // Megatron default sharding
   Shard shard(Op op) const { return sharding[static_cast<int>(op)]; }
   bool disaggregated() const { return !decode_pool.empty(); }
+  bool decode_first() const { return disaggregated() && first_gpu > 0; }
   const Plan& decode() const { return decode_pool.front(); }
   // The prefill pool alone (this plan without its decode pool).
   Plan prefill() const;
@@ -130,8 +132,9 @@ struct Plan {
   bool operator==(const Plan&) const = default;
 };
 
-// A disaggregated plan of two pools; places the decode pool after the prefill pool's GPUs.
-Plan disaggregated_plan(Plan prefill, Plan decode);
+// A disaggregated plan of two pools; places the decode pool after the prefill pool's GPUs, or
+// with `decode_first` before them.
+Plan disaggregated_plan(Plan prefill, Plan decode, bool decode_first = false);
 
 // What a plan takes from the model when the user does not say.
 struct PlanDefaults {

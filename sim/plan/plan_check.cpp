@@ -87,10 +87,19 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
     degrees_ok = false;
   } else if (plan.first_gpu + d.gpus() > cluster.num_gpus()) {
     v.push_back({"/degrees", "GPUs " + s(plan.first_gpu) + ".." + s(plan.first_gpu + d.gpus() - 1) +
-                                 " (after the prefill pool's " + s(plan.first_gpu) + ") exceed the cluster's " +
+                                 " (after the other pool's " + s(plan.first_gpu) + ") exceed the cluster's " +
                                  s(cluster.num_gpus())});
     degrees_ok = false;
   }
+  if (degrees_ok && cluster.mixed())  // a pool on one GPU type (Cluster: mixed clusters)
+    for (int g = plan.first_gpu + 1; g < plan.first_gpu + d.gpus(); ++g)
+      if (cluster.gpu_type_of(g) != cluster.gpu_type_of(plan.first_gpu)) {
+        v.push_back({"/degrees", "GPUs " + s(plan.first_gpu) + ".." + s(plan.first_gpu + d.gpus() - 1) + " hold " +
+                                     cluster.gpu_of(plan.first_gpu).name + " and " + cluster.gpu_of(g).name +
+                                     " GPUs: a pool lies on one GPU type (on a mixed cluster, disaggregate: one pool per type)"});
+        degrees_ok = false;
+        break;
+      }
   if (d.ep * d.etp != d.unit()) {
     v.push_back({"/degrees/ep", "ep×etp = " + s(d.ep) + "×" + s(d.etp) + " = " + s(d.ep * d.etp) +
                                     " must equal tp×attn_dp = " + s(d.unit()) + " (the GPUs of one stage)"});
@@ -152,10 +161,11 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
   if (b.spec_tokens > 0 && b.max_batch_tokens < 1 + b.spec_tokens)
     v.push_back({"/engine/spec_tokens", "spec_tokens=" + s(b.spec_tokens) + ": a decode step of one sequence needs " +
                                             s(1 + b.spec_tokens) + " tokens, above max_batch_tokens=" + s(b.max_batch_tokens)});
-  if (const double host = cluster.gpu().host_bytes; host > 0 && b.kv_host + b.weight_offload > host)
+  const GpuSpec& gpu = cluster.pool_gpu(plan.first_gpu);
+  if (const double host = gpu.host_bytes; host > 0 && b.kv_host + b.weight_offload > host)
     v.push_back({b.kv_host > 0 ? "/engine/kv_host_gb" : "/engine/weight_offload_gb",
                  "kv_host_gb + weight_offload_gb = " + gb(b.kv_host + b.weight_offload) + " per GPU, above the " +
-                     gb(host) + " of host memory each " + cluster.gpu().name + " has (GPU field host_bytes)"});
+                     gb(host) + " of host memory each " + gpu.name + " has (GPU field host_bytes)"});
   if (m.max_positions > 0 && b.max_context > m.max_positions)
     v.push_back({"/engine/max_context", "max_context=" + s(b.max_context) + " exceeds the model's " +
                                               s(m.max_positions) + " positions"});

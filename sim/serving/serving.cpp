@@ -107,7 +107,7 @@ class ReplicaSim {
     if (eng_.weight_offload > 0) {
       double bytes = 0;
       for (const auto& st : mem.stages) bytes = std::max(bytes, st.offloaded);
-      stream_s_ = bytes / cluster.gpu().host_bw;
+      stream_s_ = bytes / cluster.pool_gpu(plan.first_gpu).host_bw;
     }
     if (eng_.prefix_cache && trace.prefix_block_tokens > 0)
       prefix_.assign(static_cast<std::size_t>(groups_),
@@ -976,7 +976,7 @@ SteadyWindow steady_window(const std::vector<ReplicaLoad>& loads, std::vector<st
 
 // True when two replicas' steps cost the same to the analytic executor: rank by rank the same
 // rail, NIC bandwidth and NVLink domain pattern, and pair by pair routes of the same latency,
-// bottleneck and kind. (All the collective formulas read; sim/step/collective_cost.cpp.)
+// bottleneck and kind, on GPUs of the same type. (All the collective formulas read; sim/step/collective_cost.cpp.)
 // `in_node_rails_free`: rails and NICs are not compared for replicas that each stay inside one
 // node, where nothing reaches a NIC (two tp=4 replicas of one DGX on rails 0-3 and 4-7 cost the
 // same). Their step caches are still kept apart: sharing them would let fewer routing samples
@@ -986,6 +986,7 @@ bool same_costs(const Cluster& c, const std::vector<int>& a, const std::vector<i
   bool one_node = in_node_rails_free;
   for (std::size_t i = 1; i < p && one_node; ++i) one_node = c.node_of(a[0]) == c.node_of(a[i]) && c.node_of(b[0]) == c.node_of(b[i]);
   for (std::size_t i = 0; i < p; ++i) {
+    if (c.gpu_type_of(a[i]) != c.gpu_type_of(b[i])) return false;  // (a pool lies on one type; kept for safety)
     if (!one_node && (c.rail_of(a[i]) != c.rail_of(b[i]) || c.injection_bw(a[i]) != c.injection_bw(b[i]))) return false;
     for (std::size_t j = 0; j < p; ++j) {
       if (c.same_nvlink_domain(a[i], a[j]) != c.same_nvlink_domain(b[i], b[j])) return false;

@@ -166,6 +166,7 @@ std::uint64_t SimgridWorld::fingerprint(const Cluster& c) {
   h = fnv(h, c.collective_efficiency().nvlink);
   h = fnv(h, c.collective_efficiency().network);
   h = fnv(h, c.gpu().nvlink_bw);
+  for (int n = 0; c.mixed() && n < c.num_nodes(); ++n) h = fnv(h, c.node_gpu(n).nvlink_bw);
   h = fnv(h, c.fabric().kind.data(), c.fabric().kind.size());
   for (int id = 0; id < c.num_links(); ++id) {
     const LinkInfo& l = c.link(id);

@@ -181,7 +181,7 @@ void TaskGraph::all_to_all(int op, const std::vector<int>& m, const A2aMatrix& m
   const std::size_t p = m.size();
   const bool pxn = cluster_.gpus_per_node() > 1 && cluster_.fabric().kind != "links";
   split_a2a_legs(m, mat, pxn, pxn && all_to_all_routing(cluster_, m, mat, coll_) == A2aRouting::ReceiveSide);
-  const double a2a_nv_bw = cluster_.gpu().nvlink_bw * coll_.a2a_nvlink_efficiency;
+  const double a2a_nv_bw = cluster_.gpu_of(m.at(0)).nvlink_bw * coll_.a2a_nvlink_efficiency;
   bool any = false;
   for (std::size_t i = 0; i < p; ++i)
     for (std::size_t j = 0; j < p; ++j)

@@ -12,7 +12,8 @@ namespace shardsim {
 
 double AnalyticExecutor::op_time(const StepProgram& p, const StepOp& op) const {
   switch (op.type) {
-    case OpType::Compute: return compute_time(cluster_.gpu(), op, compute_, p.compute_share);
+    case OpType::Compute:  // on its rank's GPU type (a mixed cluster's pools differ)
+      return compute_time(cluster_.gpu_of(p.rank_gpu[static_cast<std::size_t>(op.rank)]), op, compute_, p.compute_share);
     case OpType::Send:
       return p2p_time(cluster_, p.rank_gpu[static_cast<std::size_t>(op.rank)], p.rank_gpu[static_cast<std::size_t>(op.peer)],
                       op.bytes, collective_);

@@ -42,12 +42,14 @@ constexpr double kUs = 1e-6, kGBs = 1e9;
 struct Group {
   int p = 0, nodes = 0, per_node = 0;  // per_node: the fewest GPUs of the group on one node
   double bus_bw = 0;
+  double nvlink_bw = 0;                 // its GPUs' NVLink (one type: a pool lies on one)
   bool one_domain() const { return nodes == 1; }
 };
 
 Group group_of(const Cluster& c, const std::vector<int>& gpus, const CollectiveModel& m) {
   Group g;
   g.p = static_cast<int>(gpus.size());
+  g.nvlink_bw = c.gpu_of(gpus.at(0)).nvlink_bw;
   const auto domains = by_domain(c, gpus);
   g.nodes = static_cast<int>(domains.size());
   g.per_node = g.p;
@@ -82,7 +84,7 @@ Price nccl_price(const Cluster& c, CollKind kind, const Group& g, CollAlgo algo,
   const auto k = static_cast<std::size_t>(pr);
   const int n = g.nodes, p = g.p;
   const std::size_t by_nodes = static_cast<std::size_t>(std::min(n, 3) - 1);
-  const double ll_max = n == 1 ? t.ll_max_nvlink_fraction * c.gpu().nvlink_bw
+  const double ll_max = n == 1 ? t.ll_max_nvlink_fraction * g.nvlink_bw
                                : (n == 2 ? t.ll_max_two_nodes : t.ll_max_more_nodes) * kGBs;
   const double nsteps = kind == CollKind::AllReduce ? 2.0 * (p - 1) : p - 1.0;
   const double ch = t.channels;
@@ -200,7 +202,7 @@ std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kin
   for (CollAlgo a : algos) {
     if (a == CollAlgo::Nvls) {
       const double lat = m.nvls_latency;
-      const double bw = bytes * (1 + 1.0 / g.p) / (m.nvls_port_fraction * c.gpu().nvlink_bw);
+      const double bw = bytes * (1 + 1.0 / g.p) / (m.nvls_port_fraction * g.nvlink_bw);
       out.push_back({lat + bw, a, CollProto::Simple, lat, bw});
       continue;
     }
@@ -215,7 +217,7 @@ std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kin
       g.p < 32) {
     const CustomAllReduce& k = custom_allreduce(kernels);
     if ((k.group_sizes >> g.p & 1u) && bytes <= (g.p == 2 ? k.max_bytes_two : k.max_bytes)) {
-      const double nvl = c.gpu().nvlink_bw;
+      const double nvl = g.nvlink_bw;
       const double alpha = (nvl >= 900e9 ? k.alpha_nvlink5 : k.alpha_nvlink4) + k.per_peer * (g.p - 1);
       const double one = (g.p - 1) * bytes / (k.one_shot_eff * nvl);
       const double two = 2.0 * (g.p - 1) / g.p * bytes / (k.two_shot_eff * nvl);
@@ -256,7 +258,7 @@ PortTimes busiest_port_times(const Cluster& c, const std::vector<int>& gpus, con
     throw std::logic_error("all-to-all: a matrix of " + std::to_string(matrix.members()) + " members for a group of " +
                            std::to_string(p));
   const auto& eff = c.collective_efficiency();
-  const double nv_bw = c.gpu().nvlink_bw * m.a2a_nvlink_efficiency;
+  const double nv_bw = c.gpu_of(gpus.at(0)).nvlink_bw * m.a2a_nvlink_efficiency;
   const std::size_t rails = static_cast<std::size_t>(c.gpus_per_node());
   struct Load {  // one routing's bytes per NVLink port and per NIC slot
     std::vector<double> nv_out, nv_in, nic_out, nic_in;

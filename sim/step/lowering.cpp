@@ -247,7 +247,7 @@ bool Lowering::node_level(const ReplicaBatch& batch) const {
 
 double Lowering::compute_share(const ReplicaBatch& batch, bool split) const {
   if (!split || !node_level(batch)) return 1;
-  const int sms = cluster_.gpu().sms;
+  const int sms = cluster_.pool_gpu(plan_.first_gpu).sms;
   return std::clamp(static_cast<double>(sms - plan_.engine.comm_sms) / sms, 0.05, 1.0);
 }
 

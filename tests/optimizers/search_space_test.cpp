@@ -273,3 +273,45 @@ TEST_CASE("space: pool splits are whole nodes — padding genes of smaller pools
   CHECK_THROWS_AS(parse_space_options("sharding,pools", "--space"), InputError);
   CHECK(parse_space_options("all,pools", "--space").pools);
 }
+
+TEST_CASE("space: on a mixed cluster the pool split chooses which GPU type prefills, and every space has pools") {
+  // Two H100 nodes then one H200 node: the pools that each lie on one type are 16 H100 + 8 H200,
+  // prefill on either.
+  ModelSpec m = load_model("mixtral-8x7b");
+  std::unique_ptr<Cluster> c(new Cluster(load_cluster("dgx-h100:2+dgx-h200:1")));
+  SpaceOptions o;
+  o.sharding = o.mapping = o.batching = false;
+  o.pools = true;
+  auto s = make_search_space(m, *c, default_plan(m), o);
+  CHECK(s->decisions().front().labels ==
+        std::vector<std::string>{"16P8D (H100-SXM-80GB prefill)", "16D8P (H200-SXM-141GB prefill)"});
+  std::set<std::string> keys;
+  s->for_each_canonical([&](const Genes& g) {
+    const Plan p = s->decode(g);
+    REQUIRE(p.disaggregated());
+    CHECK(p.decode_first() == (g[0] == 1));
+    CHECK(c->pool_gpu(p.first_gpu).name == (g[0] == 0 ? "H100-SXM-80GB" : "H200-SXM-141GB"));
+    CHECK(p.decode().first_gpu == (g[0] == 0 ? 16 : 0));
+    Genes back;
+    REQUIRE(s->encode(p, back));
+    CHECK(back == g);
+    CHECK(keys.insert(s->key(g)).second);
+    return true;
+  });
+  CHECK(static_cast<double>(keys.size()) == s->canonical_size());
+  // The rule plans of both orders are in the portfolio, and fit (each pool on one type).
+  std::set<bool> orders;
+  for (const auto& r : portfolio_genes(*s)) {
+    const Plan p = s->decode(r.genes);
+    CHECK(check_plan(p, m, *c).feasible());
+    orders.insert(p.decode_first());
+  }
+  CHECK(orders.size() == 2);
+  // A space asked without pools is the pools space there (every colocated plan spans two types).
+  SpaceOptions colocated;
+  colocated.sharding = colocated.mapping = colocated.batching = false;
+  CHECK(make_search_space(m, *c, default_plan(m), colocated)->decisions().front().kind == Decision::Kind::PoolSplit);
+  colocated.degrees = false;
+  colocated.sharding = true;
+  CHECK_THROWS_AS(make_search_space(m, *c, default_plan(m), colocated), InputError);
+}

@@ -593,3 +593,80 @@ TEST_CASE("topo: a route found from the layers near its destination is the whole
       }
   }
 }
+
+TEST_CASE("topo: a mixed cluster gives each node its own GPU type, NVLink included, and round-trips") {
+  const Cluster c = load_cluster("dgx-h100:2+dgx-b200:1,oversub=2");
+  REQUIRE(c.mixed());
+  CHECK(c.num_gpus() == 24);
+  CHECK(c.gpu().name == "H100-SXM-80GB");
+  CHECK(c.gpu_of(15).name == "H100-SXM-80GB");
+  CHECK(c.gpu_of(16).name == "B200");
+  CHECK(c.node_gpu(2).name == "B200");
+  CHECK(c.gpu_type_of(23) == 1);
+  CHECK(c.gpu_types().size() == 2);
+  CHECK(c.gpus_text() == "16 × H100-SXM-80GB + 8 × B200");
+  CHECK(c.fabric().requested_oversubscription == 2);
+  // NVLink inside each node at that node's GPU's rate: 450 GB/s per direction on H100, 900 on B200.
+  CHECK(c.route(0, 1).bottleneck_bw == doctest::Approx(450e9));
+  CHECK(c.route(16, 17).bottleneck_bw == doctest::Approx(900e9));
+  CHECK(c.route(0, 16).bottleneck_bw == doctest::Approx(50e9));  // across nodes: the NICs
+  CHECK_THROWS_AS(c.gpu_of(24), std::out_of_range);
+  CHECK_FALSE(load_cluster("dgx-h100:2").mixed());
+  // Written and read back (parameters and links), every link and the types are the same.
+  for (auto style : {ClusterJsonStyle::Parameters, ClusterJsonStyle::Links}) {
+    const json j = cluster_to_json(c, style);
+    CHECK_FALSE(j.contains("gpu"));
+    REQUIRE(j.contains("node_gpus"));
+    CHECK(j["node_gpus"].size() == 2);
+    CHECK(j["node_gpus"][0]["nodes"] == 2);
+    const Cluster back = cluster_from_json(j, "mixed.json", "mixed");
+    check_same(c, back);
+    REQUIRE(back.mixed());
+    CHECK(back.gpu_of(16) == c.gpu_of(16));
+    CHECK(back.node_types() == c.node_types());
+  }
+  // A cluster file naming its runs by preset.
+  const Cluster f = from_text(R"({"node_gpus": [{"gpu": "H200-SXM-141GB", "nodes": 1}, {"gpu": "H100-SXM-80GB", "nodes": 3}],
+      "gpus_per_node": 8, "nodes": 4, "fabric": {"kind": "fat-tree"}})");
+  CHECK(f.gpu().name == "H200-SXM-141GB");
+  CHECK(f.gpu_of(8).name == "H100-SXM-80GB");
+  CHECK(f.gpus_text() == "8 × H200-SXM-141GB + 24 × H100-SXM-80GB");
+}
+
+TEST_CASE("topo: mixed-cluster refusals name the field") {
+  struct Case {
+    std::string spec, field, reason;
+  };
+  const std::vector<Case> cases = {
+      {"dgx-h100:1,oversub=2+dgx-h200:1", "oversub", "after the last part"},
+      {"dgx-h100:1+nvl72:1", "size", "only node families"},
+      {"dgx-h100:1+dgx-h200:1,gpu=B200", "gpu", "unknown option"},
+      {"dgx-h100:1+bogus:1", "size", "not a node shorthand"},
+      {"dgx-h100:1+dgx-h200:0", "size", "out of range"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.spec);
+    auto e = error_of([&] { load_cluster(c.spec); });
+    REQUIRE(e);
+    CHECK(e->field() == c.field);
+    CHECK(e->reason().find(c.reason) != std::string::npos);
+  }
+  auto both = error_of([] {
+    from_text(R"({"gpu": "H100-SXM-80GB", "node_gpus": [{"gpu": "H200-SXM-141GB", "nodes": 2}], "gpus_per_node": 8,
+                  "nodes": 2, "fabric": {"kind": "fat-tree"}})");
+  });
+  REQUIRE(both);
+  CHECK(both->field() == "/gpu");
+  auto short_runs = error_of([] {
+    from_text(R"({"node_gpus": [{"gpu": "H200-SXM-141GB", "nodes": 1}], "gpus_per_node": 8, "nodes": 2,
+                  "fabric": {"kind": "fat-tree"}})");
+  });
+  REQUIRE(short_runs);
+  CHECK(short_runs->field() == "/node_gpus");
+  CHECK(short_runs->reason().find("1 nodes, the fabric 2") != std::string::npos);
+  auto bad_gpu = error_of([] {
+    from_text(R"({"node_gpus": [{"gpu": "Z100", "nodes": 2}], "gpus_per_node": 8, "nodes": 2, "fabric": {"kind": "fat-tree"}})");
+  });
+  REQUIRE(bad_gpu);
+  CHECK(bad_gpu->field() == "/node_gpus/0/gpu");
+}

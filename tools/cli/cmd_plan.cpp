@@ -88,12 +88,17 @@ void run_check(const PlanOptions& o) {
   out << "plan      " << plan_to_string(plan, model) << (plan.name == "megatron" ? "   (Megatron rule)" : "") << "\n";
   out << "model     " << model.name << fmt("  (%.1fB parameters, ", model.total_params() / 1e9)
       << fmt("%.1fB active)\n", model.active_params() / 1e9);
-  out << "cluster   " << cluster.name() << "  (" << cluster.num_gpus() << " × " << cluster.gpu().name << ", "
-      << cluster.gpus_per_node() << " per NVLink domain)\n";
-  if (plan.disaggregated())
-    out << "pools     prefill GPUs 0–" << plan.deg.gpus() - 1 << " (" << plan_to_string(plan.prefill()) << "), decode GPUs "
-        << plan.decode().first_gpu << "–" << plan.total_gpus() - 1 << " (" << plan_to_string(plan.decode())
-        << "); the details below are the prefill pool's, the notes both pools' (docs/disaggregation.md)\n";
+  out << "cluster   " << cluster.name() << "  (" << cluster.gpus_text() << ", " << cluster.gpus_per_node()
+      << " per NVLink domain)\n";
+  if (plan.disaggregated()) {
+    auto pool = [&](const char* name, const Plan& p) {
+      std::string s = std::string(name) + " GPUs " + std::to_string(p.first_gpu) + "–" + std::to_string(p.first_gpu + p.deg.gpus() - 1);
+      if (cluster.mixed()) s += " " + cluster.pool_gpu(p.first_gpu).name;
+      return s + " (" + plan_to_string(p) + ")";
+    };
+    out << "pools     " << pool("prefill", plan.prefill()) << ", " << pool("decode", plan.decode())
+        << "; the details below are the prefill pool's, the notes both pools' (docs/disaggregation.md)\n";
+  }
   out << "degrees   dp=" << d.dp << " pp=" << d.pp << " tp=" << d.tp << " attn_dp=" << d.attn_dp << " sp=" << d.sp;
   if (model.is_moe()) out << "   MoE: ep=" << d.ep << " etp=" << d.etp;
   out << "\nsharding ";

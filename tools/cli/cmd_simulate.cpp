@@ -150,12 +150,16 @@ void print_links(std::ostream& o, const ServingBreakdown& b, const Cluster& c, i
 }
 
 // The pools of a disaggregated run and the KV hand-over between them, then where each pool's time goes.
-void print_disaggregation(std::ostream& o, const Plan& plan, const ServingResult& r) {
+void print_disaggregation(std::ostream& o, const Plan& plan, const Cluster& c, const ServingResult& r) {
   const DisaggReport& d = r.disagg;
   const Plan prefill = plan.prefill();
   const Plan& decode = plan.decode();
-  o << "\ndisaggregated  prefill pool " << d.prefill.gpus << " GPUs (" << d.prefill.replicas << " × " << plan_to_string(prefill)
-    << "), decode pool " << d.decode.gpus << " GPUs (" << d.decode.replicas << " × " << plan_to_string(decode) << ")\n";
+  auto gpus = [&](const Plan& p) {  // "8 GPUs", or on a mixed cluster "8 H200-SXM-141GB GPUs 8-15"
+    return std::to_string(p.deg.gpus()) + (c.mixed() ? " " + c.pool_gpu(p.first_gpu).name : std::string()) + " GPUs" +
+           (c.mixed() ? " " + std::to_string(p.first_gpu) + "-" + std::to_string(p.first_gpu + p.deg.gpus() - 1) : std::string());
+  };
+  o << "\ndisaggregated  prefill pool " << gpus(prefill) << " (" << d.prefill.replicas << " × " << plan_to_string(prefill)
+    << "), decode pool " << gpus(decode) << " (" << d.decode.replicas << " × " << plan_to_string(decode) << ")\n";
   for (const auto* p : {&d.prefill, &d.decode})
     o << "  " << (p == &d.prefill ? "prefill" : "decode ") << " pool  " << f("%.1f%% busy", 100 * p->utilization)
       << " (replica step time / replicas × the run), " << p->breakdown.steps << " steps, KV capacity "
@@ -179,7 +183,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
                   const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
   const Cluster& c = *L.cluster;
-  o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.num_gpus() << " × " << c.gpu().name
+  o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.gpus_text()
     << "), plan " << plan_to_string(plan, L.model) << ", " << fidelity << " fidelity\n";
   o << "trace " << L.trace_spec << " (" << r.requests.size() << " requests; " << describe_load(in)
     << "), routing " << (L.routing ? L.routing_spec : std::string("none (dense model)")) << "\n";
@@ -249,7 +253,7 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
   const ServingBreakdown& b = r.breakdown;
   const Degrees& d = r.disagg.on ? plan.decode().deg : plan.deg;  // the decode pool's experts and pipeline
   o << "scoring        " << describe_scoring(b, L.serving) << "\n";
-  if (r.disagg.on) print_disaggregation(o, plan, r);
+  if (r.disagg.on) print_disaggregation(o, plan, c, r);
   else o << "\nwhere the time goes — " << b.steps << " steps of " << d.dp << (d.dp > 1 ? " replicas" : " replica") << " ("
     << b.prefill_tokens << " prefill + " << b.decode_tokens << " decode tokens)\n";
   if (!r.disagg.on) {

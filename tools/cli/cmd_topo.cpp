@@ -73,14 +73,14 @@ int parse_gpu(const Cluster& c, const std::string& text, const std::string& arg)
 }
 
 void print_summary(const Cluster& c, const TopoOptions& opt) {
-  const GpuSpec& g = c.gpu();
   const FabricInfo& f = c.fabric();
   std::ostringstream out;
   out << "cluster     " << c.name() << "  (from " << c.source() << ")\n";
-  out << "gpu         " << g.name << ": " << format_number(g.bf16_flops / 1e12) << " TFLOP/s bf16, "
-      << format_number(g.fp8_flops / 1e12) << " TFLOP/s fp8, " << format_number(g.hbm_bytes / 1e9) << " GB HBM at "
-      << rate(g.hbm_bw) << ", NVLink " << rate(g.nvlink_bw) << " per direction\n";
-  out << "size        " << c.num_gpus() << " GPUs in " << c.num_nodes() << " nodes, " << c.gpus_per_node()
+  for (const GpuSpec& g : c.gpu_types())
+    out << "gpu         " << g.name << ": " << format_number(g.bf16_flops / 1e12) << " TFLOP/s bf16, "
+        << format_number(g.fp8_flops / 1e12) << " TFLOP/s fp8, " << format_number(g.hbm_bytes / 1e9) << " GB HBM at "
+        << rate(g.hbm_bw) << ", NVLink " << rate(g.nvlink_bw) << " per direction\n";
+  out << "size        " << (c.mixed() ? c.gpus_text() : std::to_string(c.num_gpus())) << " GPUs in " << c.num_nodes() << " nodes, " << c.gpus_per_node()
       << " GPUs per NVLink domain\n";
   out << "fabric      " << f.kind;
   if (f.kind == "fat-tree" || f.kind == "nvlink-domain") {
