@@ -250,6 +250,9 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   const Degrees& d = p.plan.disaggregated() ? p.plan.decode().deg : p.plan.deg;
   o.dp = d.dp;
   o.pp = d.pp;
+  if (r.disagg.on)
+    for (const auto& [pool, plan] : {std::pair{&r.disagg.prefill, p.plan.prefill()}, std::pair{&r.disagg.decode, p.plan.decode()}})
+      o.pools.push_back({pool->breakdown, plan.deg.gpus(), plan.deg.dp, plan.deg.pp});
   const auto& w = r.memory.worst();
   o.weights_gb = w.weights / 1e9;
   o.static_gb = (w.weights + w.activations + w.comm_buffers) / 1e9;

@@ -68,17 +68,23 @@ GpuTime gpu_time(const ScenarioOutcome& o) {
   const double tokens = output_tokens(o);
   if (!(tokens > 0) || o.gpus <= 0) return t;
   const ServingBreakdown& b = o.breakdown;
-  const double per_stage = static_cast<double>(o.gpus) / (std::max(1, o.dp) * std::max(1, o.pp));
   const double ms = 1e3 / tokens;  // seconds over the run → ms per generated token
   t.total = o.gpus * o.metrics.makespan_s * ms;
-  for (int i = 0; i < kNumOpClasses; ++i) {
-    const double c = b.critical[static_cast<std::size_t>(i)] * per_stage * ms;
-    (is_comm_class(static_cast<OpClass>(i)) ? t.communication : t.compute) += c;
+  // Each pool's (or the plan's) replica step time, charged to one stage's GPUs.
+  std::vector<ScenarioOutcome::Pool> pools = o.pools;
+  if (pools.empty()) pools.push_back({b, o.gpus, o.dp, o.pp});
+  for (const auto& pool : pools) {
+    const double per_stage = static_cast<double>(pool.gpus) / (std::max(1, pool.dp) * std::max(1, pool.pp));
+    const ServingBreakdown& pb = pool.breakdown;
+    for (int i = 0; i < kNumOpClasses; ++i) {
+      const double c = pb.critical[static_cast<std::size_t>(i)] * per_stage * ms;
+      (is_comm_class(static_cast<OpClass>(i)) ? t.communication : t.compute) += c;
+    }
+    t.waiting += pb.idle_on_path * per_stage * ms;
+    t.host += pb.host_time * per_stage * ms;
+    for (std::size_t k = 0; k < 4; ++k) t.collective[k] += pb.coll_by_kind[k] / std::max(1, pool.dp) * pool.gpus * ms;
   }
-  t.waiting = b.idle_on_path * per_stage * ms;
-  t.host = b.host_time * per_stage * ms;
   t.idle = std::max(0.0, t.total - t.compute - t.communication - t.waiting - t.host);
-  for (std::size_t k = 0; k < 4; ++k) t.collective[k] = b.coll_by_kind[k] / std::max(1, o.dp) * o.gpus * ms;
   for (std::size_t k = 0; k < kNumLinkClasses; ++k) {
     t.link_bytes[k] = b.link_bytes[k] / tokens;
     t.link_busy[k] = b.step_time > 0 ? b.link_busiest[k] / b.step_time : 0;

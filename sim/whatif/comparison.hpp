@@ -40,7 +40,14 @@ struct ScenarioOutcome {
   int gpus = 0;                        // GPUs of the cluster (per-GPU figures divide by them)
   int dp = 1, pp = 1;                  // the plan's replicas and stages (a disaggregated plan's decode pool)
   Metrics metrics;
-  ServingBreakdown breakdown;          // link traffic counted
+  ServingBreakdown breakdown;          // link traffic counted (a disaggregated plan's: both pools summed)
+  // A disaggregated plan's pools, prefill then decode (empty when colocated): GPU time per token
+  // charges each pool's step time to its own stage's GPUs.
+  struct Pool {
+    ServingBreakdown breakdown;
+    int gpus = 0, dp = 1, pp = 1;
+  };
+  std::vector<Pool> pools;
   std::array<int, kNumLinkClasses> links{};  // links of each class in the cluster
   double weights_gb = 0, static_gb = 0;  // per GPU (worst stage): weights; weights + activations + buffers
   double kv_capacity_tokens = 0;       // per attention group

@@ -180,6 +180,20 @@ TEST_CASE("GPU time per generated token: its parts add up to GPUs × run time / 
   CHECK(t.link_busy[static_cast<std::size_t>(LinkClass::NicLink)] == doctest::Approx(0.5));
   o.gpu_hour_usd = 3.6;
   CHECK(usd_per_mtok(o) == doctest::Approx(3.6 * 8 / (1000 * 3600.0) * 1e6));
+  // Disaggregated: each pool's step time on its own stage's GPUs. A 2-GPU prefill pool of two
+  // replicas (1 GPU a stage) and a 6-GPU decode pool of one 2-stage replica (3 GPUs a stage).
+  ScenarioOutcome::Pool pre, dec;
+  pre.gpus = 2, pre.dp = 2, pre.pp = 1;
+  pre.breakdown.critical[static_cast<std::size_t>(OpClass::Experts)] = 10;
+  dec.gpus = 6, dec.dp = 1, dec.pp = 2;
+  dec.breakdown.critical[static_cast<std::size_t>(OpClass::Experts)] = 5;
+  dec.breakdown.host_time = 1;
+  o.pools = {pre, dec};
+  const GpuTime d = gpu_time(o);
+  CHECK(d.total == doctest::Approx(8.0));
+  CHECK(d.compute == doctest::Approx((10 * 1 + 5 * 3) * 1e3 / 1e4));
+  CHECK(d.host == doctest::Approx(1 * 3 * 1e3 / 1e4));
+  CHECK(d.compute + d.communication + d.waiting + d.host + d.idle == doctest::Approx(d.total));
 }
 
 TEST_CASE("shardsim compare: a searched plan is shown with the capacity it was chosen by, first in why they differ" * doctest::test_suite("heavy")) {
