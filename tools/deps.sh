@@ -3,7 +3,7 @@
 # Optuna example and test: python3-optuna, python3-cmaes) (only the missing ones; `apt-get update` once) and
 # builds into ./build. FUZZ_DEPS (clang-14, its libFuzzer/sanitizer runtime — only *recommended* by
 # clang-14 — and llvm-symbolizer) are installed by `shardsim_install_deps fuzz` (tools/test, tools/fuzz).
-DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox pybind11-dev python3-dev python3-optuna python3-cmaes libopenmpi-dev openmpi-bin"
+DEPS="cmake g++ make pkg-config libsimgrid-dev libtbb-dev nlohmann-json3-dev doctest-dev libboost-graph-dev libcli11-dev libeigen3-dev gnuplot-nox pybind11-dev python3-dev python3-optuna python3-cmaes python3-yaml libopenmpi-dev openmpi-bin"
 FUZZ_DEPS="clang-14 libclang-rt-14-dev llvm-14"
 
 shardsim_install_deps() {
