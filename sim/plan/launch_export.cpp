@@ -370,13 +370,18 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
   std::string pace = load.clients > 0 ? " --max-concurrency " + num(load.clients) : "";
   pace += load.rate > 0 ? " --request-rate " + num(load.rate) : " --request-rate inf";
   // Fixed lengths: a range ratio of 0 in vLLM's and TensorRT-LLM's clients, 1 in SGLang's (which ignores EOS by default).
+  // The result file is what `shardsim validate --run` reads back (sim/serving/measured_run.hpp).
   if (engine == LaunchEngine::Vllm)
-    bench += "vllm bench serve --backend vllm --model \"$MODEL\" --base-url \"$FRONT\"" + lens + " --random-range-ratio 0 --ignore-eos" + pace + "\n";
+    bench += "vllm bench serve --backend vllm --model \"$MODEL\" --base-url \"$FRONT\"" + lens + " --random-range-ratio 0 --ignore-eos" + pace +
+             " --save-result --result-filename result.json\n";
   else if (engine == LaunchEngine::Sglang)
-    bench += "python -m sglang.bench_serving --backend sglang --base-url \"$FRONT\"" + lens + " --random-range-ratio 1" + pace + "\n";
+    bench += "python -m sglang.bench_serving --backend sglang --base-url \"$FRONT\"" + lens + " --random-range-ratio 1" + pace +
+             " --output-file result.jsonl\n";
   else
     bench += "python -m tensorrt_llm.serve.scripts.benchmark_serving --backend openai --model \"$MODEL\" --base-url \"$FRONT\"" +
-             lens + " --random-ids --random-range-ratio 0 --ignore-eos" + pace + "\n";
+             lens + " --random-ids --random-range-ratio 0 --ignore-eos" + pace + " --save-result --result-filename result.json\n";
+  bench += "# then: shardsim validate --run " + std::string(engine == LaunchEngine::Sglang ? "result.jsonl" : "result.json") +
+           " --model " + model.name + " --cluster " + cluster.name() + " --plan '" + plan_to_string(plan, model) + "'\n";
   out.files.push_back({"bench.sh", bench, true});
 
   std::string notes = "# What the plan sets that " + eng + " has no setting for\n\n" + origin.substr(2) + "\n";

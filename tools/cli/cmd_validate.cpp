@@ -15,7 +15,14 @@
 #include "sim/simgrid/fidelity.hpp"
 #include "sim/simgrid/simgrid_executor.hpp"
 #include "common/worker_pool.hpp"
+#include "sim/serving/measured_run.hpp"
 #include "sim/serving/validation.hpp"
+#include "common/embedded.hpp"
+#include "sim/plan/plan.hpp"
+#include "sim/plan/plan_check.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/routing_trace.hpp"
 #include "studies/scoring_resources.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/option_table_cli.hpp"
@@ -31,6 +38,9 @@ struct Options : ScoringResources {
   bool exact = false;
   bool strict = false;
   bool summary = false;
+  // --run: a user's measured run (sim/serving/measured_run.hpp) with the plan it ran
+  std::string run, model = "mixtral-8x7b", cluster = "dgx-h100:1", plan = "megatron";
+  std::uint64_t seed = 1;
 };
 
 std::string fmt(double x) {
@@ -106,7 +116,62 @@ std::string markdown(const std::vector<std::string>& tiers, const std::vector<st
   return md;
 }
 
+// `validate --run FILE`: the user's measured run replayed with their plan, one check row per metric.
+void run_measured(const Options& opt) {
+  if (opt.fidelity != "analytic") throw InputError("--fidelity", opt.fidelity, "--run serves at the analytic tier");
+  for (const std::string& path : {opt.markdown, opt.json_out})
+    if (!path.empty()) check_output_path(path);
+  const ModelSpec model = load_model(opt.model);
+  const Cluster cluster = load_cluster(opt.cluster);
+  const Plan plan = load_plan(opt.plan, model, cluster);
+  const PlanCheck chk = check_plan(plan, model, cluster);
+  if (!chk.feasible()) throw InputError(opt.plan, chk.violations.front().field, "infeasible plan: " + chk.violations.front().reason);
+  const MeasuredRun run = read_measured_run(read_text_file(opt.run), opt.run);
+  const std::unique_ptr<RoutingSource> routing =
+      model.is_moe() ? make_routing("synthetic:seed=" + std::to_string(opt.seed), model.routing_shape()) : nullptr;
+  ServingOptions so;
+  RequestTrace trace = run.trace;
+  std::string load;
+  if (run.rate > 0) {
+    trace = at_rate(trace, run.rate, Arrival::Poisson, opt.seed);
+    load = "Poisson at " + fmt(run.rate) + " req/s (seed " + std::to_string(opt.seed) + ")";
+    if (run.concurrency > 0) load += "; the client's cap of " + std::to_string(run.concurrency) + " in flight is not modelled";
+  } else if (run.concurrency > 0) {
+    so.concurrency = run.concurrency;
+    load = std::to_string(run.concurrency) + " clients (closed loop)";
+  } else {
+    so.offline = true;
+    load = "every request at once";
+  }
+  AnalyticExecutor ex(cluster);
+  const ServingResult r = serve(plan, model, cluster, trace, routing.get(), ex, so);
+  const Metrics m = summarize(r, so, cluster.num_gpus());
+  const std::string setup = plan_to_string(plan, model) + " on " + cluster.name() + "; " + std::to_string(trace.requests.size()) +
+                            " requests (" + (run.per_request ? "their own lengths" : "the mean lengths") + "), " + load;
+  const std::vector<ValidationRow> rows =
+      measured_run_rows(run, m, setup, cluster.gpu().name, cluster.num_nodes());
+  std::printf("your run %s (%s)\nreplayed: %s\n\n", run.source.c_str(), run.client.c_str(), setup.c_str());
+  std::printf("%-44s %12s %12s %8s  target\n", "metric", "measured", "simulated", "error");
+  int outside = 0;
+  for (const auto& row : rows) {
+    outside += !row.within();
+    std::printf("%-44s %9s %-3s %9s %-3s %+7.1f%%%s  ±%.0f%%\n", row.metric.c_str(), fmt(row.published).c_str(), row.unit.c_str(),
+                fmt(row.simulated).c_str(), row.unit.c_str(), 100 * row.error(), row.within() ? " " : "!", 100 * row.tolerance);
+  }
+  std::printf("\n%d of %zu outside their target ('!'). Check rows: nothing was fitted to this run (docs/validation.md, \"Your own runs\").\n",
+              outside, rows.size());
+  const std::vector<std::string> tiers = {"analytic"};
+  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
+  if (!opt.json_out.empty())
+    write_file_atomically(opt.json_out,
+                          json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
+}
+
 void run(const Options& opt) {
+  if (!opt.run.empty()) {
+    run_measured(opt);
+    return;
+  }
   if (opt.fidelity != "analytic" && opt.fidelity != "simgrid" && opt.fidelity != "both")
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or both)");
   if (!(opt.scale > 0 && opt.scale <= 10))
@@ -206,7 +271,8 @@ void add_validate_command(CLI::App& app) {
       "rows at the simgrid tier (sampled steps in SimGrid), as `simulate --fidelity simgrid` does.\n\n"
       "Examples:\n"
       "  shardsim validate\n"
-      "  shardsim validate --fidelity both --markdown table.md --json table.json --strict");
+      "  shardsim validate --fidelity both --markdown table.md --json table.json --strict\n"
+      "  shardsim validate --run result.json --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4,engine=vllm");
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | both (one column each)")->capture_default_str();
   cmd->add_option("--markdown", opt->markdown, "also write the tables as Markdown to this file");
   cmd->add_option("--json", opt->json_out, "also write the rows (schema shardsim.validation/1) to this file");
@@ -218,6 +284,14 @@ void add_validate_command(CLI::App& app) {
   cmd->add_flag("--summary", opt->summary,
                 "also print |error| per metric over the end-to-end check rows (median, P90, max), over all of them, "
                 "single-node and multi-node, and per GPU (--markdown always writes it)");
+  cmd->add_option("--run", opt->run,
+                  "instead of the built-in rows: your own measured run (vllm bench serve --save-result --save-detailed JSON, "
+                  "TensorRT-LLM benchmark_serving JSON, or sglang bench_serving --output-file JSONL) replayed with --plan on "
+                  "--cluster, each measured metric a check row (docs/validation.md, \"Your own runs\")");
+  cmd->add_option("--model,-m", opt->model, "with --run: the model it served")->capture_default_str();
+  cmd->add_option("--cluster,-c", opt->cluster, "with --run: the cluster it ran on")->capture_default_str();
+  cmd->add_option("--plan,-p", opt->plan, "with --run: the plan it ran (e.g. `shardsim import` of its config)")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "with --run: the Poisson arrivals' and routing's seed")->capture_default_str();
   cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its target without a stated cause (the rule tests/sim/serving/validation_test.cpp asserts)");
   cmd->callback([opt] { run(*opt); });
 }
