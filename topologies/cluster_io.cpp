@@ -353,6 +353,20 @@ bool is_cluster_shorthand(const std::string& spec) { return find_family(spec) !=
 
 namespace {
 
+// The fat-tree keys of a node or domain family's shorthand (oversub, radix, levels, rails, nic_bw).
+FatTreeParams fat_tree_keys(Options& opt, const std::string& spec, const Family& fam) {
+  std::string v;
+  FatTreeParams p;
+  p.rail_optimized = fam.rails;
+  p.nic_bw = fam.nic_bw;
+  if (opt.take("oversub", v, "oversubscription")) p.oversubscription = parse_double(spec, "oversub", v);
+  if (opt.take("radix", v)) p.radix = to_int(parse_int(spec, "radix", v, 0, 1 << 20));
+  if (opt.take("levels", v)) p.levels = to_int(parse_int(spec, "levels", v, 0, 1000));
+  if (opt.take("rails", v)) p.rail_optimized = parse_bool(spec, "rails", v);
+  if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+  return p;
+}
+
 // FAMILY:N '+' FAMILY:N … [',' KEY '=' VALUE …]: node-based families of one node size on one
 // fat-tree, their nodes in the order written; the keys (after the last part) are the fat-tree's.
 Cluster cluster_from_mixed_shorthand(const std::string& spec) {
@@ -378,15 +392,7 @@ Cluster cluster_from_mixed_shorthand(const std::string& spec) {
     if (i + 1 == parts.size()) keys.assign(items.begin() + 1, items.end());
   }
   Options opt(spec, keys);
-  std::string v;
-  FatTreeParams p;
-  p.rail_optimized = first->rails;
-  p.nic_bw = first->nic_bw;
-  if (opt.take("oversub", v, "oversubscription")) p.oversubscription = parse_double(spec, "oversub", v);
-  if (opt.take("radix", v)) p.radix = to_int(parse_int(spec, "radix", v, 0, 1 << 20));
-  if (opt.take("levels", v)) p.levels = to_int(parse_int(spec, "levels", v, 0, 1000));
-  if (opt.take("rails", v)) p.rail_optimized = parse_bool(spec, "rails", v);
-  if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+  const FatTreeParams p = fat_tree_keys(opt, spec, *first);
   opt.finish("oversub, radix, levels, rails, nic_bw (a mixed cluster takes its GPUs from its parts)");
   const SpecContext ctx{spec, shorthand_field};
   GeneratedFabric fab = generate_fat_tree(node_gpus[0], to_int(static_cast<std::int64_t>(node_gpus.size())),
@@ -420,14 +426,7 @@ Cluster cluster_from_shorthand(const std::string& spec) {
     switch (fam->kind) {
       case FamilyKind::Nodes:
       case FamilyKind::Domains: {
-        FatTreeParams p;
-        p.rail_optimized = fam->rails;
-        p.nic_bw = fam->nic_bw;
-        if (opt.take("oversub", v, "oversubscription")) p.oversubscription = parse_double(spec, "oversub", v);
-        if (opt.take("radix", v)) p.radix = to_int(parse_int(spec, "radix", v, 0, 1 << 20));
-        if (opt.take("levels", v)) p.levels = to_int(parse_int(spec, "levels", v, 0, 1000));
-        if (opt.take("rails", v)) p.rail_optimized = parse_bool(spec, "rails", v);
-        if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+        const FatTreeParams p = fat_tree_keys(opt, spec, *fam);
         opt.finish("oversub, radix, levels, rails, nic_bw, gpu");
         const std::int64_t n = parse_int(spec, "size", size, 1, std::int64_t{1} << 40);
         if (n * gpn > kMaxClusterGpus)
