@@ -21,6 +21,7 @@ void add_search_command(CLI::App& app);   // cmd_search.cpp   — optimizers at 
 void add_sweep_command(CLI::App& app);    // cmd_sweep.cpp    — one plan under rising load; max load within an SLO
 void add_compare_command(CLI::App& app);  // cmd_compare.cpp  — what-if scenarios side by side, and why they differ
 void add_serve_evaluator_command(CLI::App& app);  // cmd_serve_evaluator.cpp — ask/tell over JSON lines for outside optimizers
+void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp — collective efficiency fitted to your nccl-tests output
 void add_export_command(CLI::App& app);   // cmd_export.cpp   — a plan as vLLM / SGLang / TensorRT-LLM launch files; `import` reads them back
 
 }  // namespace shardsim::cli

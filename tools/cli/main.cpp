@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   shardsim::cli::add_compare_command(app);
   shardsim::cli::add_serve_evaluator_command(app);
   shardsim::cli::add_export_command(app);
+  shardsim::cli::add_calibrate_command(app);
   shardsim::cli::harden(app);
   if (argc > 1 && argv[1][0] != '-' && !known_command(app, argv[1])) {
     std::cerr << "error: " << argv[1] << ": unknown command (see 'shardsim --help')\n";
