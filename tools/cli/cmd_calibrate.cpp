@@ -12,6 +12,7 @@
 #include "common/json_reader.hpp"
 #include "common/output_file.hpp"
 #include "sim/step/collective_calibration.hpp"
+#include "sim/step/kernel_calibration.hpp"
 #include "tools/cli/commands.hpp"
 #include "topologies/cluster.hpp"
 #include "topologies/cluster_io.hpp"
@@ -21,15 +22,47 @@ namespace shardsim::cli {
 namespace {
 
 struct CalibrateOptions {
-  std::vector<std::string> nccl_tests;
+  std::vector<std::string> nccl_tests, kernels;
   std::string cluster = "dgx-h100:1", out;
   double min_bytes = 1 << 20;
 };
 
+// --kernels: the GPU's GEMM fractions; returns the fitted spec (the cluster's GPU type when none given).
+GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string& note) {
+  if (base.mixed()) throw InputError("--cluster", o.cluster, "a mixed cluster: calibrate the kernels of one GPU type on a cluster of that type");
+  GpuSpec gpu = base.gpu();
+  for (const auto& f : o.kernels) {
+    const GemmTable table = parse_gemm_table(read_text_file(f), f);
+    for (const GemmCurveFit& fit : fit_gemm_curves(table, gpu)) {
+      std::printf("%s %s: %d rows; max_eff %.3f → %.3f, hbm_eff %.3f → %.3f; RMS of log(model / measured) %.3f → %.3f\n",
+                  gpu.name.c_str(), kernel_curve_name(fit.curve), fit.rows, fit.max_eff_before, fit.max_eff, fit.hbm_eff_before,
+                  fit.hbm_eff, fit.rms_log_before, fit.rms_log_after);
+      char line[256];
+      std::snprintf(line, sizeof line, "%s%s max_eff %.3f hbm_eff %.3f (%d rows of %s, RMS log %.3f)", note.empty() ? "" : "; ",
+                    kernel_curve_name(fit.curve), fit.max_eff, fit.hbm_eff, fit.rows, f.c_str(), fit.rms_log_after);
+      note += line;
+    }
+  }
+  return gpu;
+}
+
 void run_calibrate(const CalibrateOptions& o) {
-  if (o.nccl_tests.empty()) throw InputError("--nccl-tests", "", "give at least one nccl-tests output file");
+  if (o.nccl_tests.empty() && o.kernels.empty())
+    throw InputError("--nccl-tests", "", "give nccl-tests output (--nccl-tests) or kernel timings (--kernels)");
   if (!(o.min_bytes > 0)) throw InputError("--min-bytes", "", "must be > 0");
   if (!o.out.empty()) check_output_path(o.out);
+  const Cluster base = load_cluster(o.cluster);
+  std::string kernel_note;
+  const GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note);
+  if (o.nccl_tests.empty()) {
+    if (o.out.empty()) return;
+    json j = cluster_to_json(base);
+    j["gpu"] = gpu_spec_to_json(gpu);
+    j["comment"] = "GPU kernel fractions fitted by `shardsim calibrate`: " + kernel_note;
+    write_file_atomically(o.out, json_text(j, 2) + "\n");
+    std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
+    return;
+  }
   std::vector<NcclTestsRun> runs;
   for (const auto& f : o.nccl_tests) {
     runs.push_back(parse_nccl_tests(read_text_file(f), f));
@@ -47,15 +80,15 @@ void run_calibrate(const CalibrateOptions& o) {
   std::printf("\n%s: %.4f → %.4f; RMS of log(model / measured) %.3f → %.3f (a calibration: these points set it)\n", key, fit.before,
               fit.after, fit.rms_log_before, fit.rms_log_after);
   if (o.out.empty()) return;
-  const Cluster base = load_cluster(o.cluster);
   json j = cluster_to_json(base);
   j["collective_efficiency"][key] = fit.after;
+  if (!o.kernels.empty()) j["gpu"] = gpu_spec_to_json(gpu);
   std::string sources;
   for (const auto& f : o.nccl_tests) sources += (sources.empty() ? "" : ", ") + f;
   char note[512];
   std::snprintf(note, sizeof note, "collective_efficiency.%s %.4f fitted by `shardsim calibrate` to %d nccl-tests points (%s), RMS log error %.3f (was %.4f: %.3f)",
                 key, fit.after, fit.points, sources.c_str(), fit.rms_log_after, fit.before, fit.rms_log_before);
-  j["comment"] = note;
+  j["comment"] = kernel_note.empty() ? std::string(note) : std::string(note) + "; GPU kernel fractions: " + kernel_note;
   write_file_atomically(o.out, json_text(j, 2) + "\n");
   std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
 }
@@ -67,12 +100,17 @@ void add_calibrate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate",
       "Fit a cluster's collective efficiency to your own nccl-tests output (all_reduce_perf, all_gather_perf,\n"
-      "reduce_scatter_perf): runs inside one host fit the NVLink efficiency, runs across hosts the network's. Prints\n"
-      "every point before and after; --out writes the cluster file with the fitted value, which any command takes.\n\n"
+      "reduce_scatter_perf): runs inside one host fit the NVLink efficiency, runs across hosts the network's; and its\n"
+      "GPU's GEMM fractions to your GEMM timings (--kernels). Prints every fit before and after; --out writes the\n"
+      "cluster file with the fitted values, which any command takes.\n\n"
       "Examples:\n"
       "  shardsim calibrate --nccl-tests ag8.txt --nccl-tests rs8.txt --cluster dgx-h100:1 --out my-node.json\n"
-      "  shardsim calibrate --nccl-tests ar32.txt --cluster dgx-h100:4 --out my-cluster.json");
-  cmd->add_option("--nccl-tests", o->nccl_tests, "an nccl-tests output file (repeat for several)")->required();
+      "  shardsim calibrate --nccl-tests ar32.txt --cluster dgx-h100:4 --out my-cluster.json\n"
+      "  shardsim calibrate --kernels gemm_perf.csv --cluster dgx-b200:1 --out my-b200.json");
+  cmd->add_option("--nccl-tests", o->nccl_tests, "an nccl-tests output file (repeat for several)");
+  cmd->add_option("--kernels", o->kernels,
+                  "GEMM timings as CSV (header: m, n, k, latency in ms, dtype — AIConfigurator's gemm_perf layout reads as is): "
+                  "the GPU's GEMM fractions of its peaks, fitted per math type (repeat for several)");
   cmd->add_option("--cluster,-c", o->cluster, "the cluster they ran on (shorthand or JSON)")->capture_default_str();
   cmd->add_option("--out", o->out, "write the calibrated cluster file here");
   cmd->add_option("--min-bytes", o->min_bytes, "smallest size used (the bandwidth-bound regime)")->capture_default_str();
