@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/input_error.hpp"
+#include "common/text_number.hpp"
 #include "sim/step/compute_cost.hpp"
 
 namespace shardsim {
@@ -77,19 +78,7 @@ GemmTable parse_gemm_table(const std::string& text, const std::string& source) {
     if (!dtype_of(at("dtype"), r.dtype)) throw InputError(source, where, "unknown dtype \"" + at("dtype") + "\" (bf16, fp8, fp4)");
     double* slots[] = {&r.m, &r.n, &r.k, &r.seconds};
     const char* names[] = {"m", "n", "k", "latency"};
-    for (int i = 0; i < 4; ++i) {
-      const std::string v = at(names[i]);
-      std::size_t used = 0;
-      double x = 0;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != v.size() || !(x > 0) || !std::isfinite(x))
-        throw InputError(source, where, std::string(names[i]) + ": expected a positive number, got \"" + v + "\"");
-      *slots[i] = x;
-    }
+    for (int i = 0; i < 4; ++i) *slots[i] = parse_real_in(at(names[i]), source, where + ": " + names[i], 1e-9, 1e12);
     r.seconds *= 1e-3;  // ms
     t.rows.push_back(r);
   }

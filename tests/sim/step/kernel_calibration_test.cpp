@@ -106,7 +106,8 @@ TEST_CASE("calibrate kernels: tables that cannot be read are refused naming the 
   CHECK(where("m,n,k,dtype\n").rfind("latency: missing column", 0) == 0);
   CHECK(where("m,n,k,latency\n").rfind("dtype: missing column", 0) == 0);
   CHECK(where("m,n,k,dtype,latency\n1,2,3,int8,0.1\n").rfind("line 2: unknown dtype", 0) == 0);
-  CHECK(where("m,n,k,dtype,latency\n1,2,-3,bf16,0.1\n").rfind("line 2: k: expected a positive number", 0) == 0);
+  CHECK(where("m,n,k,dtype,latency\n1,2,-3,bf16,0.1\n").rfind("line 2: k: value -3 out of range", 0) == 0);
+  CHECK(where("m,n,k,dtype,latency\n1,2,x,bf16,0.1\n").rfind("line 2: k: expected a number", 0) == 0);
   CHECK(where("m,n,k,dtype,latency\n1,2\n").rfind("line 2: fewer cells", 0) == 0);
   CHECK(where("m,n,k,dtype,latency\n").rfind(": no rows", 0) == 0);
 }
