@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/golden_section.hpp"
 #include "common/input_error.hpp"
 #include "sim/step/collective_cost.hpp"
 #include "topologies/cluster.hpp"
@@ -125,23 +126,11 @@ EfficiencyFit fit_collective_efficiency(const std::vector<NcclTestsRun>& runs, c
   };
   const std::vector<double> before = model(fit.before);
   fit.rms_log_before = rms(before);
-  double lo = 0.2, hi = 1.0;  // (the cluster format's range is (0, 1])
+  const double lo = 0.2, hi = 1.0;  // (the cluster format's range is (0, 1])
   if (std::fabs(rms(model(lo)) - rms(model(hi))) < 1e-3)
     throw InputError("--nccl-tests", "", std::string("these runs do not depend on the ") + key +
                                              " efficiency (the model prices them by NVLS or latency alone): give larger sizes, or all-gather / reduce-scatter runs");
-  const double g = (std::sqrt(5.0) - 1) / 2;
-  double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
-  double fa = rms(model(a)), fb = rms(model(b));
-  for (int i = 0; i < 40 && hi - lo > 1e-4; ++i) {
-    if (fa < fb) {
-      hi = b, b = a, fb = fa;
-      a = hi - g * (hi - lo), fa = rms(model(a));
-    } else {
-      lo = a, a = b, fa = fb;
-      b = lo + g * (hi - lo), fb = rms(model(b));
-    }
-  }
-  fit.after = (lo + hi) / 2;
+  fit.after = golden_section_min([&](double e) { return rms(model(e)); }, lo, hi, 1e-4, 40);
   const std::vector<double> after = model(fit.after);
   fit.rms_log_after = rms(after);
   for (std::size_t i = 0; i < fit.rows.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/golden_section.hpp"
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
 #include "sim/step/compute_cost.hpp"
@@ -109,16 +110,8 @@ std::vector<GemmCurveFit> fit_gemm_curves(const GemmTable& table, GpuSpec& gpu) 
       for (const auto* r : rows) s += std::pow(std::log(gemm_model_time(g, d, r->m, r->n, r->k) / r->seconds), 2);
       return std::sqrt(s / static_cast<double>(rows.size()));
     };
-    // Golden-section search of one fraction with the other held.
-    auto search = [&](auto objective) {
-      const double g = (std::sqrt(5.0) - 1) / 2;
-      double lo = 0.02, hi = 1.0, a = hi - g * (hi - lo), b = lo + g * (hi - lo), fa = objective(a), fb = objective(b);
-      for (int i = 0; i < 48 && hi - lo > 1e-5; ++i) {
-        if (fa < fb) hi = b, b = a, fb = fa, a = hi - g * (hi - lo), fa = objective(a);
-        else lo = a, a = b, fa = fb, b = lo + g * (hi - lo), fb = objective(b);
-      }
-      return (lo + hi) / 2;
-    };
+    // One fraction with the other held.
+    auto search = [](auto objective) { return golden_section_min(objective, 0.02, 1.0, 1e-5, 48); };
     double me = f.max_eff_before, he = f.hbm_eff_before;
     f.rms_log_before = rms(me, he);
     for (int round = 0; round < 6; ++round) {
