@@ -311,6 +311,12 @@ int Cluster::gpu_type_of(int gpu) const {
   return node_type_[static_cast<std::size_t>(node_of(gpu))];
 }
 
+bool Cluster::one_gpu_type(int first, int gpus) const {
+  for (int g = first + 1; g < first + gpus; ++g)
+    if (gpu_type_of(g) != gpu_type_of(first)) return false;
+  return true;
+}
+
 std::string Cluster::gpus_text() const {
   std::vector<int> count(types_.size(), 0);
   for (int n = 0; n < num_nodes(); ++n) count[static_cast<std::size_t>(node_type_.empty() ? 0 : node_type_[static_cast<std::size_t>(n)])] += gpus_per_node_;

@@ -127,6 +127,8 @@ class Cluster {
   bool mixed() const { return types_.size() > 1; }
   const std::vector<GpuSpec>& gpu_types() const { return types_; }
   int gpu_type_of(int gpu) const;
+  // Whether `gpus` GPUs from `first` on are all of one type (a pool must be: plan_check).
+  bool one_gpu_type(int first, int gpus) const;
   // Per node (empty unless mixed()): the index into gpu_types().
   const std::vector<int>& node_types() const { return node_type_; }
   // "16 × H100-SXM-80GB", or "16 × H100-SXM-80GB + 16 × H200-SXM-141GB" for a mixed cluster.

@@ -16,13 +16,6 @@ int count_factors(const PoolSpace& s) {
   return n;
 }
 
-// Whether `gpus` GPUs from `first` on are of one type (a pool lies on one: plan_check).
-bool one_type(const Cluster& c, int first, int gpus) {
-  for (int g = first + 1; g < first + gpus; ++g)
-    if (c.gpu_type_of(g) != c.gpu_type_of(first)) return false;
-  return true;
-}
-
 // Prefill pool sizes: whole NVLink domains (1 … n−1 of them), or on one domain ¼, ½ and ¾ of it.
 std::vector<int> split_sizes(const Cluster& c) {
   const int g = c.gpus_per_node(), n = c.num_gpus();
@@ -59,7 +52,7 @@ DisaggregatedSpace::DisaggregatedSpace(const ModelSpec& model, const Cluster& cl
     if (decode_first && !cluster.mixed()) break;  // (on one GPU type the order changes nothing)
     for (int p : sizes) {
       const int pre_first = decode_first ? n - p : 0, dec_first = decode_first ? 0 : p;
-      if (cluster.mixed() && !(one_type(cluster, pre_first, p) && one_type(cluster, dec_first, n - p))) continue;
+      if (cluster.mixed() && !(cluster.one_gpu_type(pre_first, p) && cluster.one_gpu_type(dec_first, n - p))) continue;
       Split s;
       s.prefill_gpus = p;
       s.decode_first = decode_first;

@@ -63,9 +63,7 @@ Plan megatron_plan(const ModelSpec& m, const Cluster& cluster) {
   if (cluster.gpu_types().size() == 2) {
     int cut = 0;
     while (cut < n && cluster.gpu_type_of(cut) == 0) ++cut;
-    bool runs = true;
-    for (int g = cut; g < n; ++g) runs = runs && cluster.gpu_type_of(g) == 1;
-    if (runs) {
+    if (cluster.one_gpu_type(cut, n - cut)) {  // the second type on the nodes after the first's
       const GpuSpec &a = cluster.gpu_types()[0], &b = cluster.gpu_types()[1];
       const bool decode_first = a.hbm_bw > b.hbm_bw || (a.hbm_bw == b.hbm_bw && a.hbm_bytes > b.hbm_bytes);
       const int dec_gpus = decode_first ? cut : n - cut;

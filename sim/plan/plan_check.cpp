@@ -91,15 +91,14 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
                                  s(cluster.num_gpus())});
     degrees_ok = false;
   }
-  if (degrees_ok && cluster.mixed())  // a pool on one GPU type (Cluster: mixed clusters)
-    for (int g = plan.first_gpu + 1; g < plan.first_gpu + d.gpus(); ++g)
-      if (cluster.gpu_type_of(g) != cluster.gpu_type_of(plan.first_gpu)) {
-        v.push_back({"/degrees", "GPUs " + s(plan.first_gpu) + ".." + s(plan.first_gpu + d.gpus() - 1) + " hold " +
-                                     cluster.gpu_of(plan.first_gpu).name + " and " + cluster.gpu_of(g).name +
-                                     " GPUs: a pool lies on one GPU type (on a mixed cluster, disaggregate: one pool per type)"});
-        degrees_ok = false;
-        break;
-      }
+  if (degrees_ok && !cluster.one_gpu_type(plan.first_gpu, d.gpus())) {  // a pool on one GPU type (Cluster: mixed clusters)
+    int other = plan.first_gpu + 1;
+    while (cluster.gpu_type_of(other) == cluster.gpu_type_of(plan.first_gpu)) ++other;
+    v.push_back({"/degrees", "GPUs " + s(plan.first_gpu) + ".." + s(plan.first_gpu + d.gpus() - 1) + " hold " +
+                                 cluster.gpu_of(plan.first_gpu).name + " and " + cluster.gpu_of(other).name +
+                                 " GPUs: a pool lies on one GPU type (on a mixed cluster, disaggregate: one pool per type)"});
+    degrees_ok = false;
+  }
   if (d.ep * d.etp != d.unit()) {
     v.push_back({"/degrees/ep", "ep×etp = " + s(d.ep) + "×" + s(d.etp) + " = " + s(d.ep * d.etp) +
                                     " must equal tp×attn_dp = " + s(d.unit()) + " (the GPUs of one stage)"});
