@@ -16,6 +16,7 @@
 #include "optimizers/space/serving_evaluator.hpp"
 #include "sim/plan/engine.hpp"
 #include "sim/plan/plan_check.hpp"
+#include "sim/serving/energy.hpp"
 #include "studies/sim_inputs.hpp"
 #include "workloads/request_trace.hpp"
 
@@ -246,6 +247,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
   const ServingResult r = scorer.serve({p.in->model, *p.in->cluster, p.cluster_spec, p.plan, trace, p.in->routing.get(), so}, fr);
   o.metrics = summarize(r, so, o.gpus);
   o.breakdown = r.breakdown;
+  o.energy = run_energy(energy_pools(r, p.plan, c), o.metrics.makespan_s, network_ports(c));
   for (int id = 0; id < p.in->cluster->num_links(); ++id) o.links[static_cast<std::size_t>(p.in->cluster->link(id).cls)]++;
   const Degrees& d = p.plan.disaggregated() ? p.plan.decode().deg : p.plan.deg;
   o.dp = d.dp;

@@ -294,7 +294,7 @@ json EvalProblem::simulate(const json& plan) const {
   in.offline = so_.offline;
   RunInputs ri{in.model, in.cluster, p.text, L_.trace_spec, L_.routing ? L_.routing_spec : "", opt_.fidelity,
                in.requests, in.offline, in.seed, load_to_json(in)};
-  return simulate_result_json(ri, p.plan, r, m, so, wall, fr);
+  return simulate_result_json(ri, p.plan, *L_.cluster, r, m, so, wall, fr);
 }
 
 ProblemOpener problem_opener(WorkerPool* pool) {

@@ -1,6 +1,7 @@
 // studies/simulate_json.cpp — result_to_json plus the "fidelity" section.
 #include "studies/simulate_json.hpp"
 
+#include "sim/serving/energy.hpp"
 #include "sim/simgrid/link_report.hpp"
 #include "topologies/cluster.hpp"
 
@@ -11,9 +12,11 @@ const char* collective_kind_name(int k) {
   return names[k];
 }
 
-json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
+json simulate_result_json(const RunInputs& in, const Plan& plan, const Cluster& cluster, const ServingResult& r, const Metrics& m,
                           const ServingOptions& so, double wall_s, const FidelityReport& fr) {
   json j = result_to_json(in, plan, r, m, so, wall_s);
+  const RunEnergy e = run_energy(energy_pools(r, plan, cluster), m.makespan_s, network_ports(cluster));
+  if (e.modelled) j["energy"] = energy_json(e, m.output_tok_s * m.makespan_s);
   json sl = json::object();
   for (int k = 0; k < 5; ++k)
     if (fr.ops[static_cast<std::size_t>(k)] > 0) sl[collective_kind_name(k)] = fr.slowdown[static_cast<std::size_t>(k)];

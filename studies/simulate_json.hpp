@@ -11,10 +11,13 @@
 
 namespace shardsim {
 
+class Cluster;
+
 // The collective kind of FidelityReport's per-kind arrays ("all-reduce", …, "send").
 const char* collective_kind_name(int k);
 
-json simulate_result_json(const RunInputs& in, const Plan& plan, const ServingResult& r, const Metrics& m,
+// With "energy" (sim/serving/energy.hpp: energy_json) when every GPU type of `cluster` has a power model.
+json simulate_result_json(const RunInputs& in, const Plan& plan, const Cluster& cluster, const ServingResult& r, const Metrics& m,
                           const ServingOptions& so, double wall_s, const FidelityReport& fr);
 
 }  // namespace shardsim

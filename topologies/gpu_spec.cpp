@@ -134,6 +134,21 @@ void read_kernels(JsonObject& obj, GpuSpec& g) {
   k.finish();
 }
 
+// "power": {"tdp_w": 700, "idle_w": 70, "active_w": …, "tensor_w": …, "hbm_w": …, "source": "…"}
+void read_power(JsonObject& obj, GpuSpec& g) {
+  if (!obj.has("power")) return;
+  JsonObject p = obj.object("power");
+  GpuPower& w = g.power;
+  w.tdp_w = positive(p, "tdp_w", 1, 1e5);
+  w.idle_w = p.number("idle_w", 0, 1e5);
+  w.active_w = p.number_or("active_w", 0, 0, 1e5);
+  w.tensor_w = p.number_or("tensor_w", 0, 0, 1e5);
+  w.hbm_w = p.number_or("hbm_w", 0, 0, 1e5);
+  if (w.idle_w > w.tdp_w) p.fail("idle_w", "idle draw " + format_number(w.idle_w) + " W above tdp_w " + format_number(w.tdp_w) + " W");
+  w.source = p.string_or("source", "");
+  p.finish();
+}
+
 }  // namespace
 
 GpuSpec gpu_spec_from_json(JsonObject obj) {
@@ -151,6 +166,7 @@ GpuSpec gpu_spec_from_json(JsonObject obj) {
   g.host_bw = obj.has("host_bw") ? positive(obj, "host_bw", 1e8, 1e13) : 64e9;
   g.host_bytes = obj.has("host_bytes") ? positive(obj, "host_bytes", 1e9, 1e14) : 0;
   read_kernels(obj, g);
+  read_power(obj, g);
   g.comment = obj.string_or("comment", "");
   obj.finish();
   return g;
@@ -178,6 +194,11 @@ json gpu_spec_to_json(const GpuSpec& g) {
     kernels[kernel_curve_name(static_cast<KernelCurveId>(i))] = c;
   }
   if (!kernels.empty()) j["kernels"] = kernels;
+  if (g.power.modelled()) {
+    const GpuPower& w = g.power;
+    j["power"] = {{"tdp_w", w.tdp_w}, {"idle_w", w.idle_w}, {"active_w", w.active_w}, {"tensor_w", w.tensor_w}, {"hbm_w", w.hbm_w}};
+    if (!w.source.empty()) j["power"]["source"] = w.source;
+  }
   if (!g.comment.empty()) j["comment"] = g.comment;
   return j;
 }

@@ -29,6 +29,18 @@ struct KernelTuning {
   bool operator==(const KernelTuning&) const = default;
 };
 
+// The GPU's power model (sim/serving/energy.hpp): board watts = idle_w, + active_w while a kernel or
+// collective runs on it, + tensor_w × (flops ÷ peak flop/s per second) + hbm_w × (HBM bytes ÷ peak
+// bandwidth per second) — the static and dynamic parts ML.ENERGY's measurements separate. tdp_w is
+// the board limit (datasheet): a modelled draw above it is flagged, not clipped. All 0 = no model
+// (energy is not reported).
+struct GpuPower {
+  double tdp_w = 0, idle_w = 0, active_w = 0, tensor_w = 0, hbm_w = 0;
+  std::string source;
+  bool modelled() const { return tdp_w > 0; }
+  bool operator==(const GpuPower&) const = default;
+};
+
 struct GpuSpec {
   std::string name;
   double bf16_flops = 0;   // peak dense BF16 flop/s
@@ -41,6 +53,7 @@ struct GpuSpec {
   double host_bw = 64e9;   // host memory ↔ GPU, bytes/s per direction (PCIe 5.0 x16; NVLink-C2C on Grace parts)
   double host_bytes = 0;   // host memory per GPU for KV and weight offload, bytes; 0 = not stated (unchecked)
   std::array<KernelTuning, kNumKernelCurves> kernels{};  // per-curve corrections measured on this GPU (none: H100's fractions)
+  GpuPower power;          // optional ("power" in JSON)
   std::string comment;     // source of the figures
   bool operator==(const GpuSpec&) const = default;
 };

@@ -2,11 +2,13 @@
 #include "common/readable_number.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
 
 #include "common/input_error.hpp"
+#include "sim/serving/energy.hpp"
 #include "sim/serving/metrics.hpp"
 #include "topologies/cluster.hpp"
 
@@ -18,6 +20,7 @@ Objective parse_objective(const std::string& text, const std::string& source) {
   if (text == "drain") return Objective::Drain;
   if (text == "goodput") return Objective::Goodput;
   if (text == "drain-tpot") return Objective::DrainTpot;
+  if (text == "tokens-per-joule") return Objective::TokensPerJoule;
   if (text == "throughput" || text == "throughput-tpot")
     throw InputError(source, text,
                      "renamed: the output of a run of the given requests is now '" + std::string(text == "throughput" ? "drain" : "drain-tpot") +
@@ -33,15 +36,20 @@ const char* objective_name(Objective o) {
     case Objective::Drain: return "drain";
     case Objective::Goodput: return "goodput";
     case Objective::DrainTpot: return "drain-tpot";
+    case Objective::TokensPerJoule: return "tokens-per-joule";
   }
   return "";
 }
 
-const char* objective_names() { return "capacity, saturated, drain, goodput or drain-tpot"; }
+const char* objective_names() { return "capacity, saturated, drain, goodput, drain-tpot or tokens-per-joule"; }
 
-bool objective_uses_goal(Objective o) { return o == Objective::Capacity || o == Objective::DrainTpot; }
+bool objective_uses_goal(Objective o) {
+  return o == Objective::Capacity || o == Objective::DrainTpot || o == Objective::TokensPerJoule;
+}
 
-bool objective_sets_load(Objective o) { return o == Objective::Capacity || o == Objective::Saturated; }
+bool objective_sets_load(Objective o) {
+  return o == Objective::Capacity || o == Objective::Saturated || o == Objective::TokensPerJoule;
+}
 
 ServingEvaluator::ServingEvaluator(EvaluatorInputs in) : in_(std::move(in)) {
   if (!in_.model || !in_.cluster || !in_.trace) throw std::invalid_argument("ServingEvaluator: missing inputs");
@@ -56,6 +64,7 @@ std::string ServingEvaluator::objective_unit() const {
     case Objective::Drain: return "output tok/s of the drain";
     case Objective::Goodput: return "goodput req/s";
     case Objective::DrainTpot: return "output tok/s of the drain within the TPOT bound";
+    case Objective::TokensPerJoule: return "generated tokens per joule, batch kept full, within the TPOT bound";
   }
   return "";
 }
@@ -177,6 +186,33 @@ Evaluation ServingEvaluator::evaluate_reporting(const Plan& plan, Metrics* metri
     s.feasible = true;
     s.objective = c.rate;
     return Evaluation{s, faults};
+  }
+  if (in_.objective == Objective::TokensPerJoule) {
+    // The saturated measure's runs, the last one's energy kept (one simulated replica's when it
+    // stands for its alike ones: its GPUs, its tokens).
+    std::vector<EnergyPool> pools;
+    double seconds = 0, tokens = 0;
+    const CapacityOptions co = capacity_options_for(plan);
+    const CapacityServe inner = runner_for(plan, faults);
+    const CapacityServe keep = [&](const RequestTrace& trace, const ServingOptions& o, Metrics& m) {
+      ServingResult r = inner(trace, o, m);
+      pools = energy_pools(r, plan, *in_.cluster, o.replica_share);
+      seconds = r.emissions.empty() ? r.makespan : std::max(r.makespan, r.emissions.back().first);
+      tokens = 0;
+      for (const auto& e : r.emissions) tokens += e.second;
+      return r;
+    };
+    const SaturatedThroughput t =
+        saturated_throughput(keep, in_.population ? *in_.population : *in_.trace, in_.serving, co);
+    if (metrics) *metrics = t.metrics;
+    if (!t.feasible) return Evaluation{score_of_infeasible_run(t), faults};
+    // One simulated replica of k alike ones carries 1/k of the cluster's network.
+    const RunEnergy e = run_energy(pools, seconds, network_ports(*in_.cluster).share(1.0 / std::max(1, co.replicas)));
+    if (!e.modelled) return Evaluation{infeasible_capacity("/energy: " + e.describe(tokens)), faults};
+    Score s;
+    s.feasible = true;
+    s.objective = e.tokens_per_joule(tokens);
+    return Evaluation{within_tpot(s, t.metrics, in_.goal), faults};
   }
   if (in_.objective == Objective::Saturated) {
     const SaturatedThroughput t = saturated(plan, &faults);

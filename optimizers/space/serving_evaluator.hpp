@@ -12,6 +12,10 @@
 //                  in its saturated window, else over the whole run: depends on the run length.
 //   Goodput        requests per second meeting both SLOs over that same run.
 //   DrainTpot      Drain, feasible only when TPOT at the goal's percentile is within the SLO.
+//   TokensPerJoule generated tokens per joule (GPU and network energy, sim/serving/energy.hpp) of
+//                  the Saturated measure's last backlog run — the batch kept full, where a plan is
+//                  most efficient — feasible only when its TPOT at the goal's percentile is within
+//                  the SLO (a plan that is frugal only because it is slow is not a serving plan).
 // Capacity and Saturated draw their requests from `population` (the whole trace, not only the
 // requests given), so their figures do not depend on --requests beyond sampling noise.
 // A plan that check_plan refuses
@@ -41,19 +45,19 @@ struct RequestTrace;
 class RoutingSource;
 struct Metrics;
 
-enum class Objective { Capacity, Saturated, Drain, Goodput, DrainTpot };
+enum class Objective { Capacity, Saturated, Drain, Goodput, DrainTpot, TokensPerJoule };
 
 // The objectives by their one set of names (every command, the evaluator protocol and the Python
 // module): capacity | saturated | drain | goodput | drain-tpot. The old names say what they became:
 // throughput and throughput-tpot (a run of the given requests) are refused with the new name
-// (drain, drain-tpot); max-rate is capacity. InputError(source, text, …) for anything else.
+// (drain, drain-tpot); max-rate is capacity; tokens-per-joule. InputError(source, text, …) for anything else.
 Objective parse_objective(const std::string& text, const std::string& source);
 const char* objective_name(Objective o);
 // "capacity | saturated | drain | goodput | drain-tpot": for help texts.
 const char* objective_names();
-// Capacity and DrainTpot read the goal (SloGoal).
+// Capacity, DrainTpot and TokensPerJoule read the goal (SloGoal).
 bool objective_uses_goal(Objective o);
-// Capacity and Saturated choose their own load: --rate, --concurrency and --offline do not apply.
+// Capacity, Saturated and TokensPerJoule choose their own load: --rate, --concurrency and --offline do not apply.
 bool objective_sets_load(Objective o);
 
 struct EvaluatorInputs {

@@ -499,6 +499,12 @@ class ReplicaSim {
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
     if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
+    if (opt_.record_work) {
+      double active = 0;
+      for (int i = 0; i < kNumOpClasses; ++i)
+        if (!is_comm_class(static_cast<OpClass>(i))) active += timing.busy[static_cast<std::size_t>(i)];
+      out_.step_work.push_back({clock, active, timing.tensor_work, timing.hbm_work});
+    }
     return clock;
   }
 
@@ -631,11 +637,15 @@ class ReplicaSim {
     AttentionCost a;
     for (double st : t.stage_time) a.critical += st;
     a.busy = t.busy[static_cast<std::size_t>(OpClass::Attention)];
+    a.tensor_work = t.tensor_work;
+    a.hbm_work = t.hbm_work;
     if (draft_ && draft_batch_of(batch)) {  // the draft head's passes attend over the contexts too
       draft_->lower_attention(draft_batch_, attention_program_);
       const StepTiming d = ex_.run(attention_program_);
       for (double st : d.stage_time) a.critical += eng_.spec_tokens * st;
       a.busy += eng_.spec_tokens * d.busy[static_cast<std::size_t>(OpClass::Attention)];
+      a.tensor_work += eng_.spec_tokens * d.tensor_work;
+      a.hbm_work += eng_.spec_tokens * d.hbm_work;
     }
     return a;
   }

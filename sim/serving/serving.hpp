@@ -147,6 +147,9 @@ struct ServingOptions {
   // Count every executed step's bytes per link class (sim/step/link_traffic.hpp) into the
   // breakdown; memoised steps carry their executed step's count. Off in searches (cost).
   bool link_traffic = false;
+  // Record every replica step's work (ServingResult::step_work): energy over a window of the run
+  // (the steady window ML.ENERGY measures in). Off by default (memory).
+  bool record_work = false;
   // Decode-only steps whose shape key cannot change (no arrival, admission, completion, KV
   // growth that could preempt, or bucket crossing) are replayed without rebuilding the batch:
   // the loop advances the clock, not the sequences. Exact given the memoisation above.
@@ -256,6 +259,7 @@ struct ServingBreakdown {
   long spec_steps = 0, spec_tokens = 0;
   double offload_stall = 0;                       // Σ seconds steps waited for offloaded weights beyond their GPU time (all replicas)           // speculative decoding: sequence-steps that verified drafts, tokens they emitted
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
+  double tensor_work = 0, hbm_work = 0;          // Σ per-GPU work at peak (StepTiming::tensor_work, hbm_work; all replicas)
   // Per link class, Σ over steps (all replicas), when ServingOptions::link_traffic: bytes carried,
   // and seconds the class's busiest link direction of each step needed (÷ step_time = how busy).
   std::array<double, kNumLinkClasses> link_bytes{};
@@ -316,10 +320,18 @@ struct TimelineStep {
   int admitted = 0, preempted = 0;  // sequences admitted and preempted while the step was composed
 };
 
+// One replica step's work, per GPU (ServingOptions::record_work): when it ended, the seconds
+// something ran on a GPU (compute busy + communication while compute was idle) and its tensor and
+// HBM work at peak (StepTiming) — what energy over a window of the run sums (sim/serving/energy.hpp).
+struct StepEnergyWork {
+  double end = 0, active = 0, tensor_work = 0, hbm_work = 0;
+};
+
 struct ServingResult {
   std::vector<RequestResult> requests;
   double makespan = 0;            // last completion, seconds
   std::vector<std::pair<double, int>> emissions;  // (step end, tokens generated) over all replicas, sorted by time
+  std::vector<StepEnergyWork> step_work;  // every replica step, when ServingOptions::record_work (unsorted)
   SteadyWindow steady;
   ServingBreakdown breakdown;
   MemoryReport memory;

@@ -56,7 +56,10 @@ constexpr double kPoolReach = 1.1;  // the line may reach this far beyond its sa
 StepTiming blend(const StepTiming& a, const StepTiming& b, double w) { return weighted({{&a, 1 - w}, {&b, w}}); }
 
 AttentionCost mix(const AttentionCost& a, const AttentionCost& b, double w) {
-  return {a.critical + w * (b.critical - a.critical), a.busy + w * (b.busy - a.busy)};
+  AttentionCost m;
+  m.add(a, 1 - w);
+  m.add(b, w);
+  return m;
 }
 
 // A step with prompt chunks: its stratum — whether decode tokens are beside the chunks, the cost
@@ -203,8 +206,7 @@ bool StepCosts::from_neighbours(const FamilyKey& fkey, double tokens, const Repl
   for (const Part& p : parts) {
     const double w = p.c * (1 / C + (sxx > 0 ? (p.x - mx) * (tokens - mx) / sxx : 0));
     timings.push_back({&p.f->mean, w});
-    attention.critical += w * p.f->attention.critical;
-    attention.busy += w * p.f->attention.busy;
+    attention.add(p.f->attention, w);
   }
   out = with_attention(weighted(timings), attention, attention_(batch));
   return true;

@@ -47,6 +47,8 @@ StepTiming with_attention(StepTiming t, const AttentionCost& from, const Attenti
   t.makespan = std::max(0.0, t.makespan + to.critical - from.critical);
   t.critical[kAttn] = std::max(0.0, t.critical[kAttn] + to.critical - from.critical);
   t.busy[kAttn] = std::max(0.0, t.busy[kAttn] + to.busy - from.busy);
+  t.tensor_work = std::max(0.0, t.tensor_work + to.tensor_work - from.tensor_work);
+  t.hbm_work = std::max(0.0, t.hbm_work + to.hbm_work - from.hbm_work);
   if (before > 0)
     for (double& st : t.stage_time) st *= t.makespan / before;
   return t;
@@ -146,8 +148,7 @@ bool MixedFit::predict(const std::vector<int>& stratum, const MixedFeatures& x, 
   for (int i = 0; i < n; ++i) {
     const Anchor& a = *near[static_cast<std::size_t>(i)];
     parts.push_back({&a.timing, lambda(i)});
-    from.critical += lambda(i) * a.attention.critical;
-    from.busy += lambda(i) * a.attention.busy;
+    from.add(a.attention, lambda(i));
   }
   out = with_attention(weighted(parts), from, attention);
   return true;

@@ -705,6 +705,7 @@ std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, 
     disaggregated_rows(make_executor, options, rows);
     closed_loop_rows(make_executor, options, rows);
     speculative_rows(make_executor, options, rows);
+    energy_rows(make_executor, options, rows);
   }
   return rows;
 }

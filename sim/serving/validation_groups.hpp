@@ -43,6 +43,9 @@ void speculative_rows(const ExecutorFactory& make, const ValidationOptions& opt,
 // Kernel rows from AIConfigurator's measured Blackwell (and H100) tables (validation_kernels.cpp).
 void measured_kernel_rows(std::vector<ValidationRow>& rows);
 
+// ML.ENERGY's H100 power and energy per token of Llama 3.1 8B / 70B / 405B (validation_energy.cpp).
+void energy_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
+
 // NVIDIA NIM's published closed-loop concurrency sweep of Llama-3.3-70B on 2×H100 (validation_closed_loop.cpp).
 void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
 

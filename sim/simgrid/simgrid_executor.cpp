@@ -251,6 +251,9 @@ StepTiming SimgridExecutor::State::run(const StepProgram& p, std::vector<Timelin
 
   // The same summary as the analytic executor's, from this schedule.
   StepTiming t = summarize_schedule(p, start, end, pred, timeline);
+  std::vector<const GpuSpec*> rank_gpu;
+  for (const int g : p.rank_gpu) rank_gpu.push_back(&cluster.gpu_of(g));
+  add_compute_work(p, rank_gpu, t);
   fill_report(p, t);
   report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return t;

@@ -13,7 +13,7 @@ namespace shardsim {
 namespace {
 
 constexpr std::uint32_t kProgramVersion = 6;  // 4: all-to-all matrices sparse; 5: compute share; 6: all-reduce kernels
-constexpr std::uint32_t kTimingVersion = 1;
+constexpr std::uint32_t kTimingVersion = 2;  // 2: compute work (tensor, HBM)
 constexpr std::uint32_t kTimelineVersion = 1;
 // Encoded size of one StepOp: see the field list in encode(StepProgram).
 constexpr std::size_t kEntryBytes = 4 + 4 + 8;  // one all-to-all matrix entry
@@ -181,6 +181,8 @@ std::string encode(const StepTiming& t) {
   w.f64(t.expert_time);
   write_array(w, t.coll_by_kind);
   w.f64(t.idle_on_path);
+  w.f64(t.tensor_work);
+  w.f64(t.hbm_work);
   return w.take();
 }
 
@@ -198,6 +200,8 @@ StepTiming decode_timing(std::string_view bytes) {
   t.expert_time = r.f64();
   read_array(r, t.coll_by_kind);
   t.idle_on_path = r.f64();
+  t.tensor_work = r.f64();
+  t.hbm_work = r.f64();
   r.finish();
   return t;
 }

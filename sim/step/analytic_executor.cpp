@@ -113,7 +113,12 @@ StepTiming AnalyticExecutor::run(const StepProgram& p, std::vector<TimelineEvent
     pred[i] = why;
     for (const int r : occupied) last[static_cast<std::size_t>(r)][s] = static_cast<int>(i);
   }
-  return summarize_schedule(p, start, end, pred, timeline);
+  StepTiming t = summarize_schedule(p, start, end, pred, timeline);
+  thread_local std::vector<const GpuSpec*> rank_gpu;
+  rank_gpu.clear();
+  for (const int g : p.rank_gpu) rank_gpu.push_back(&cluster_.gpu_of(g));
+  add_compute_work(p, rank_gpu, t);
+  return t;
 }
 
 }  // namespace shardsim

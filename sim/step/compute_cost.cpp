@@ -10,6 +10,13 @@ double peak_flops(const GpuSpec& gpu, Dtype math) {
   return (math == Dtype::FP8 || math == Dtype::FP4) ? gpu.fp8_flops : gpu.bf16_flops;
 }
 
+ComputeWork compute_work(const GpuSpec& gpu, const StepOp& op) {
+  if (op.type != OpType::Compute) return {};
+  Dtype math = op.math;
+  if (math == Dtype::FP4 && !(gpu.fp4_flops > 0)) math = Dtype::FP8;
+  return {op.flops * op.weight / peak_flops(gpu, math), op.hbm_bytes * op.weight / gpu.hbm_bw};
+}
+
 KernelCurveId curve_id(ComputeKind kind, Dtype math) {
   const bool low = math == Dtype::FP8 || math == Dtype::FP4;
   switch (kind) {

@@ -95,4 +95,13 @@ double compute_time(const GpuSpec& gpu, const StepOp& op, const ComputeModel& m 
 double compute_time(const GpuSpec& gpu, ComputeKind kind, double rows, double flops, double bytes, Dtype math,
                     const ComputeModel& m = {}, double share = 1);
 
+// A compute operation's work on `gpu`, as seconds at the GPU's peak: its flops ÷ the peak tensor
+// rate of its math type, its HBM bytes ÷ the peak bandwidth, each times the layers it stands for
+// (StepOp::weight). Whatever the kernel curve makes of them, this is what was done — what the
+// energy model charges (sim/serving/energy.hpp). Zero for communication operations.
+struct ComputeWork {
+  double tensor = 0, hbm = 0;
+};
+ComputeWork compute_work(const GpuSpec& gpu, const StepOp& op);
+
 }  // namespace shardsim

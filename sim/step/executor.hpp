@@ -48,6 +48,10 @@ struct StepTiming {
   std::array<double, 4> coll_by_kind{};               // comm op-seconds per GPU by CollKind; sends count in the AllToAll slot
   double idle_on_path = 0;                            // critical-path time spent waiting (none analytically)
   int kernels = 0;                                    // operations of the busiest rank; counted only without CUDA graphs (host launches)
+  // The compute operations' work, per GPU, as the seconds it would take at the GPU's peak: flops ÷
+  // the peak tensor rate of their math type, HBM bytes ÷ the peak bandwidth (compute_work.hpp).
+  // Independent of how fast the step ran; what the energy model charges (sim/serving/energy.hpp).
+  double tensor_work = 0, hbm_work = 0;
   // Per link class (sim/step/link_traffic.hpp), when the serving loop counts it: bytes carried,
   // and seconds the class's busiest link direction needs for them.
   std::array<double, kNumLinkClasses> link_bytes{};
@@ -70,6 +74,8 @@ void for_each_sum(A& a, B& b, F&& f) {
   f(a.expert_imbalance, b.expert_imbalance);
   f(a.expert_time, b.expert_time);
   f(a.idle_on_path, b.idle_on_path);
+  f(a.tensor_work, b.tensor_work);
+  f(a.hbm_work, b.hbm_work);
   for (std::size_t i = 0; i < a.link_bytes.size(); ++i) {
     f(a.link_bytes[i], b.link_bytes[i]);
     f(a.link_busiest[i], b.link_busiest[i]);

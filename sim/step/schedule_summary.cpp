@@ -1,6 +1,8 @@
 // sim/step/schedule_summary.cpp — StepTiming from a finished schedule (definitions in the header).
 #include "sim/step/schedule_summary.hpp"
 
+#include "sim/step/compute_cost.hpp"
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -104,6 +106,19 @@ void expert_stats(const std::map<int, std::vector<double>>& by_layer, int ranks,
 }
 
 }  // namespace
+
+void add_compute_work(const StepProgram& p, const std::vector<const GpuSpec*>& rank_gpu, StepTiming& t) {
+  const int ranks = std::max(p.num_ranks(), 1);
+  int pair[2];
+  for (const StepOp& op : p.ops) {
+    if (op.type != OpType::Compute) continue;
+    for (const int r : op_ranks(p, op, pair)) {
+      const ComputeWork w = compute_work(*rank_gpu[static_cast<std::size_t>(r)], op);
+      t.tensor_work += w.tensor / ranks;
+      t.hbm_work += w.hbm / ranks;
+    }
+  }
+}
 
 StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& start, const std::vector<double>& end,
                               const std::vector<int>& pred, std::vector<TimelineEvent>* timeline) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "sim/step/executor.hpp"
+#include "topologies/gpu_spec.hpp"
 
 namespace shardsim {
 
@@ -37,6 +38,10 @@ void involved_ranks(const StepProgram& p, const StepOp& op, std::vector<int>& ou
 std::string op_name(const StepOp& op);
 // Classes whose operations are communication (collectives and sends).
 bool is_comm_class(OpClass c);
+
+// Adds the compute operations' work (compute_work) to t.tensor_work and t.hbm_work, per GPU (a
+// kernel counts on every rank it occupies); `rank_gpu[r]` is rank r's GPU.
+void add_compute_work(const StepProgram& p, const std::vector<const GpuSpec*>& rank_gpu, StepTiming& t);
 
 // REQUIRES: start, end, pred sized like p.ops; pred[i] < i or −1.
 StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& start, const std::vector<double>& end,

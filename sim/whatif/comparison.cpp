@@ -59,6 +59,8 @@ std::string csv_field(const std::string& s) {
 double tok_s(const ScenarioOutcome& o) { return o.metrics.steady_output_tok_s; }
 double tok_s_per_gpu(const ScenarioOutcome& o) { return o.gpus > 0 ? tok_s(o) / o.gpus : 0; }
 double tok_s_per_user(const ScenarioOutcome& o) { return o.metrics.tpot_ms.p50 > 0 ? 1e3 / o.metrics.tpot_ms.p50 : 0; }
+double joules_per_token(const ScenarioOutcome& o) { return o.energy.joules_per_token(output_tokens(o)); }
+
 double usd_per_mtok(const ScenarioOutcome& o) {
   return o.gpu_hour_usd > 0 && tok_s(o) > 0 ? o.gpu_hour_usd * o.gpus / (tok_s(o) * 3600) * 1e6 : 0;
 }
@@ -111,19 +113,20 @@ std::vector<bool> pareto_frontier(const std::vector<ScenarioOutcome>& v) {
 std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareContext& ctx) {
   const bool priced = std::any_of(v.begin(), v.end(), [](const auto& o) { return o.gpu_hour_usd > 0; });
   const bool rated = !ctx.goal.empty();
+  const bool powered = std::any_of(v.begin(), v.end(), [](const auto& o) { return o.energy.modelled; });
   const std::vector<bool> front = pareto_frontier(v);
   std::ostringstream o;
   o << "| # | scenario | GPUs | plan | out tok/s | tok/s/GPU | tok/s/user | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms "
        "| TPOT p99 ms | goodput req/s |"
     << (rated ? " max rate req/s |" : "") << " weights+act GB/GPU | KV tokens/group |" << (priced ? " $/M tok |" : "")
-    << " frontier |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|" << (rated ? "---:|" : "") << "---:|---:|"
-    << (priced ? "---:|" : "") << ":-:|\n";
+    << (powered ? " W/GPU | J/tok |" : "") << " frontier |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    << (rated ? "---:|" : "") << "---:|---:|" << (priced ? "---:|" : "") << (powered ? "---:|---:|" : "") << ":-:|\n";
   for (std::size_t i = 0; i < v.size(); ++i) {
     const ScenarioOutcome& s = v[i];
     o << "| " << i + 1 << " | " << cell(s.scenario.label) << " | " << s.gpus << " × " << cell(s.gpu) << " | ";
     if (!s.feasible) {
       o << "infeasible: " << cell(s.reason) << " |";
-      for (int k = 0; k < 11 + rated + priced; ++k) o << " |";  // the empty cells after the plan's
+      for (int k = 0; k < 11 + rated + priced + 2 * powered; ++k) o << " |";  // the empty cells after the plan's
       o << "\n";
       continue;
     }
@@ -137,6 +140,9 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
       o << " " << (s.max_rate > 0 ? readable(s.max_rate, 3) : s.max_rate == 0 ? "none" : "—") << " |";
     o << " " << readable(s.static_gb, 3) << " | " << readable(s.kv_capacity_tokens, 3) << " |";
     if (priced) o << " " << (usd_per_mtok(s) > 0 ? "$" : "") << (usd_per_mtok(s) > 0 ? readable(usd_per_mtok(s), 3) : "—") << " |";
+    if (powered)
+      o << " " << (s.energy.modelled ? readable(s.energy.watts_per_gpu(), 3) : "—") << " | "
+        << (joules_per_token(s) > 0 ? readable(joules_per_token(s), 3) : "—") << " |";
     o << (front[i] ? " ✓ |" : "  |") << "\n";
   }
   const bool untrusted = std::any_of(v.begin(), v.end(), [](const auto& s) { return s.feasible && !s.metrics.steady_trusted; });
@@ -325,7 +331,7 @@ std::string compare_csv(const std::vector<ScenarioOutcome>& v) {
   o << "index,label,model,cluster,engine,load,plan_choice,plan,plan_source,feasible,reason,gpus,gpu,output_tok_s,"
        "steady_trusted,tok_s_per_gpu,tok_s_per_user,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,goodput_req_s,"
        "max_rate_req_s,static_gb_per_gpu,kv_capacity_tokens,usd_per_mtok,frontier,gpu_ms_per_token,compute_ms,"
-       "communication_ms,host_ms,idle_ms\n";
+       "communication_ms,host_ms,idle_ms,watts_per_gpu,joules_per_token\n";
   for (std::size_t i = 0; i < v.size(); ++i) {
     const ScenarioOutcome& s = v[i];
     const GpuTime t = gpu_time(s);
@@ -337,7 +343,7 @@ std::string compare_csv(const std::vector<ScenarioOutcome>& v) {
       << "," << tok_s_per_user(s) << "," << m.ttft_ms.p50 << "," << m.ttft_ms.p99 << "," << m.tpot_ms.p50 << ","
       << m.tpot_ms.p99 << "," << m.goodput_req_s << "," << s.max_rate << "," << s.static_gb << "," << s.kv_capacity_tokens
       << "," << usd_per_mtok(s) << "," << (front[i] ? 1 : 0) << "," << t.total << "," << t.compute << ","
-      << t.communication << "," << t.host << "," << t.idle << "\n";
+      << t.communication << "," << t.host << "," << t.idle << "," << s.energy.watts_per_gpu() << "," << joules_per_token(s) << "\n";
   }
   return o.str();
 }
@@ -375,6 +381,7 @@ json compare_json(const std::vector<ScenarioOutcome>& v, const CompareContext& c
     if (s.max_rate >= 0) e["max_rate_req_s"] = s.max_rate;
     e["memory"] = {{"weights_gb", s.weights_gb}, {"static_gb", s.static_gb}, {"kv_capacity_tokens", s.kv_capacity_tokens}};
     if (s.gpu_hour_usd > 0) e["cost"] = {{"gpu_hour_usd", s.gpu_hour_usd}, {"usd_per_mtok", usd_per_mtok(s)}};
+    if (s.energy.modelled) e["energy"] = energy_json(s.energy, output_tokens(s));
     e["frontier"] = static_cast<bool>(front[i]);
     json coll = json::object(), links = json::object();
     for (std::size_t k = 0; k < 4; ++k) coll[kCollNames[k]] = t.collective[k];

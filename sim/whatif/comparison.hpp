@@ -16,6 +16,8 @@
 //                    pipeline bubbles, ramp-up and drain, waiting for arrivals). A step's time is
 //                    charged to the GPUs of one pipeline stage (dp × pp stages run at once).
 //   $ per million tokens  the price per GPU-hour × GPUs / (tok/s × 3,600) × 10⁶.
+//   J per token      the run's GPU and network energy (RunEnergy) over its generated tokens; W per GPU
+//                    its GPUs' mean board draw over the run.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "common/json_reader.hpp"
+#include "sim/serving/energy.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/tier.hpp"
 #include "sim/whatif/scenario.hpp"
@@ -56,12 +59,14 @@ struct ScenarioOutcome {
   std::array<int, 5> slowdown_ops{};   // operations of each kind the sample held
   double max_rate = -1;                // req/s meeting the goal (< 0: not measured; 0: none meets)
   double gpu_hour_usd = 0;             // 0: no price given
+  RunEnergy energy;                    // the run's GPU and network energy (sim/serving/energy.hpp)
 };
 
 double tok_s(const ScenarioOutcome& o);           // steady-state generated tokens/s
 double tok_s_per_gpu(const ScenarioOutcome& o);
 double tok_s_per_user(const ScenarioOutcome& o);  // 1000 / TPOT p50 (0 without TPOT)
 double usd_per_mtok(const ScenarioOutcome& o);    // 0 without a price
+double joules_per_token(const ScenarioOutcome& o); // the run's energy over its generated tokens (0: not modelled)
 
 // GPU milliseconds per generated token, by where they went (see the header comment).
 struct GpuTime {

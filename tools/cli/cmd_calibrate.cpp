@@ -11,6 +11,7 @@
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
 #include "common/output_file.hpp"
+#include "sim/serving/power_calibration.hpp"
 #include "sim/step/collective_calibration.hpp"
 #include "sim/step/kernel_calibration.hpp"
 #include "tools/cli/commands.hpp"
@@ -22,7 +23,7 @@ namespace shardsim::cli {
 namespace {
 
 struct CalibrateOptions {
-  std::vector<std::string> nccl_tests, kernels;
+  std::vector<std::string> nccl_tests, kernels, power;
   std::string cluster = "dgx-h100:1", out;
   double min_bytes = 1 << 20;
 };
@@ -46,19 +47,62 @@ GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string&
   return gpu;
 }
 
+// --power: the GPU's power model fitted to measured serving runs (updates `gpu.power`).
+void fit_power(const CalibrateOptions& o, const Cluster& base, GpuSpec& gpu, std::string& note) {
+  if (base.mixed()) throw InputError("--cluster", o.cluster, "a mixed cluster: calibrate the power of one GPU type on a cluster of that type");
+  if (!gpu.power.modelled())
+    throw InputError("--cluster", o.cluster, "GPU " + gpu.name + " has no power model to start from: give its spec a \"power\" "
+                                             "object with tdp_w and idle_w (docs/energy.md)");
+  std::vector<PowerFit::Row> rows;
+  std::string sources;
+  for (const auto& f : o.power) {
+    for (const PowerRun& run : parse_power_table(read_text_file(f), f)) {
+      const Cluster c = load_cluster(run.cluster);
+      if (c.gpu().name != gpu.name)
+        throw InputError(f, "line " + std::to_string(run.line),
+                         "cluster " + run.cluster + " has " + c.gpu().name + " GPUs; --cluster " + o.cluster + " has " + gpu.name);
+      rows.push_back(measure_power_run(run, f));
+    }
+    sources += (sources.empty() ? "" : ", ") + f;
+  }
+  const PowerFit fit = fit_gpu_power(std::move(rows), gpu);
+  std::printf("%s power fitted to %zu measured runs (idle_w %.0f W kept)\n", gpu.name.c_str(), fit.rows.size(), gpu.power.idle_w);
+  std::printf("%-44s %9s %9s %9s %8s %9s %8s\n", "run", "tok/s sim", "measured", "W meas.", "before", "after", "error");
+  for (const auto& r : fit.rows) {
+    const std::string name = r.run.model + " " + r.run.plan;
+    std::printf("%-44.44s %9.0f %9s %9.1f %8.1f %9.1f %+7.1f%%\n", name.c_str(), r.window.tok_s(),
+                r.run.tok_s > 0 ? std::to_string(static_cast<long>(std::lround(r.run.tok_s))).c_str() : "-", r.run.watts, r.before,
+                r.after, 100 * (r.after / r.run.watts - 1));
+  }
+  std::printf("%-44s %9s %9s %9.1f %8s %9.1f %+7.1f%%\n", "anchor: 8192³ BF16 GEMM at the sustained clock", "", "", gpu.power.tdp_w,
+              "", fit.anchor_after, 100 * (fit.anchor_after / gpu.power.tdp_w - 1));
+  std::printf("\nactive_w %.1f → %.1f, tensor_w %.1f → %.1f, hbm_w %.1f → %.1f; RMS of log(model / measured watts) %.3f → %.3f "
+              "over the runs (a calibration: these runs set it)\n",
+              fit.before.active_w, fit.after.active_w, fit.before.tensor_w, fit.after.tensor_w, fit.before.hbm_w, fit.after.hbm_w,
+              fit.rms_before, fit.rms_after);
+  gpu.power = fit.after;
+  char line[512];
+  std::snprintf(line, sizeof line, "power active_w %.1f tensor_w %.1f hbm_w %.1f fitted to %zu runs of %s (RMS log %.3f), idle_w %.0f and tdp_w %.0f kept",
+                fit.after.active_w, fit.after.tensor_w, fit.after.hbm_w, fit.rows.size(), sources.c_str(), fit.rms_after,
+                gpu.power.idle_w, gpu.power.tdp_w);
+  gpu.power.source = line;
+  note += (note.empty() ? "" : "; ") + std::string(line);
+}
+
 void run_calibrate(const CalibrateOptions& o) {
-  if (o.nccl_tests.empty() && o.kernels.empty())
-    throw InputError("--nccl-tests", "", "give nccl-tests output (--nccl-tests) or kernel timings (--kernels)");
+  if (o.nccl_tests.empty() && o.kernels.empty() && o.power.empty())
+    throw InputError("--nccl-tests", "", "give nccl-tests output (--nccl-tests), kernel timings (--kernels) or measured power (--power)");
   if (!(o.min_bytes > 0)) throw InputError("--min-bytes", "", "must be > 0");
   if (!o.out.empty()) check_output_path(o.out);
   const Cluster base = load_cluster(o.cluster);
   std::string kernel_note;
-  const GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note);
+  GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note);
+  if (!o.power.empty()) fit_power(o, base, gpu, kernel_note);
   if (o.nccl_tests.empty()) {
     if (o.out.empty()) return;
     json j = cluster_to_json(base);
     j["gpu"] = gpu_spec_to_json(gpu);
-    j["comment"] = "GPU kernel fractions fitted by `shardsim calibrate`: " + kernel_note;
+    j["comment"] = "GPU fitted by `shardsim calibrate`: " + kernel_note;
     write_file_atomically(o.out, json_text(j, 2) + "\n");
     std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
     return;
@@ -82,13 +126,13 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.out.empty()) return;
   json j = cluster_to_json(base);
   j["collective_efficiency"][key] = fit.after;
-  if (!o.kernels.empty()) j["gpu"] = gpu_spec_to_json(gpu);
+  if (!o.kernels.empty() || !o.power.empty()) j["gpu"] = gpu_spec_to_json(gpu);
   std::string sources;
   for (const auto& f : o.nccl_tests) sources += (sources.empty() ? "" : ", ") + f;
   char note[512];
   std::snprintf(note, sizeof note, "collective_efficiency.%s %.4f fitted by `shardsim calibrate` to %d nccl-tests points (%s), RMS log error %.3f (was %.4f: %.3f)",
                 key, fit.after, fit.points, sources.c_str(), fit.rms_log_after, fit.before, fit.rms_log_before);
-  j["comment"] = kernel_note.empty() ? std::string(note) : std::string(note) + "; GPU kernel fractions: " + kernel_note;
+  j["comment"] = kernel_note.empty() ? std::string(note) : std::string(note) + "; GPU: " + kernel_note;
   write_file_atomically(o.out, json_text(j, 2) + "\n");
   std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
 }
@@ -106,11 +150,15 @@ void add_calibrate_command(CLI::App& app) {
       "Examples:\n"
       "  shardsim calibrate --nccl-tests ag8.txt --nccl-tests rs8.txt --cluster dgx-h100:1 --out my-node.json\n"
       "  shardsim calibrate --nccl-tests ar32.txt --cluster dgx-h100:4 --out my-cluster.json\n"
-      "  shardsim calibrate --kernels gemm_perf.csv --cluster dgx-b200:1 --out my-b200.json");
+      "  shardsim calibrate --kernels gemm_perf.csv --cluster dgx-b200:1 --out my-b200.json\n"
+      "  shardsim calibrate --power my-power-runs.csv --cluster dgx-h100:1 --out my-h100.json   # docs/energy.md");
   cmd->add_option("--nccl-tests", o->nccl_tests, "an nccl-tests output file (repeat for several)");
   cmd->add_option("--kernels", o->kernels,
                   "GEMM timings as CSV (header: m, n, k, latency in ms, dtype — AIConfigurator's gemm_perf layout reads as is): "
                   "the GPU's GEMM fractions of its peaks, fitted per math type (repeat for several)");
+  cmd->add_option("--power", o->power,
+                  "measured serving runs with their board power as CSV (header: model, cluster, plan, trace, watts[, tok_s]; "
+                  "docs/energy.md): the GPU's power model fitted to them, each run replayed as measured (repeat for several)");
   cmd->add_option("--cluster,-c", o->cluster, "the cluster they ran on (shorthand or JSON)")->capture_default_str();
   cmd->add_option("--out", o->out, "write the calibrated cluster file here");
   cmd->add_option("--min-bytes", o->min_bytes, "smallest size used (the bandwidth-bound regime)")->capture_default_str();

@@ -448,6 +448,10 @@ std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs
   if (o == Objective::Saturated)
     return "\nWhat was scored: each plan's saturated output tok/s — a backlog that keeps every batch full, measured once "
            "its window holds 3 batch turnovers and its rate's 95% interval is within ±2%, " + drawn + ".\n";
+  if (o == Objective::TokensPerJoule)
+    return "\nWhat was scored: each plan's generated tokens per joule in the saturated measure's last backlog run (GPU "
+           "boards and network optics, docs/energy.md), feasible only with TPOT within " +
+           parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal").describe() + ", " + drawn + ".\n";
   if (rep.best_known <= 0 || (o != Objective::Drain && o != Objective::DrainTpot)) return "";
   Metrics m;
   ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, Tier::Analytic))

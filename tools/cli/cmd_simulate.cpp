@@ -22,6 +22,7 @@
 #include "common/worker_pool.hpp"
 #include "sim/step/lowering.hpp"
 #include "optimizers/space/serving_evaluator.hpp"
+#include "sim/serving/energy.hpp"
 #include "sim/serving/load_sweep.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/result_json.hpp"
@@ -180,7 +181,7 @@ void print_disaggregation(std::ostream& o, const Plan& plan, const Cluster& c, c
 }
 
 void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, const ServingResult& r, const Metrics& m,
-                  const std::string& fidelity, const FidelityReport& fr) {
+                  const RunEnergy& energy, const std::string& fidelity, const FidelityReport& fr) {
   std::ostream& o = std::cout;
   const Cluster& c = *L.cluster;
   o << "shardsim simulate: " << L.model.name << " on " << c.name() << " (" << c.gpus_text()
@@ -209,6 +210,8 @@ void print_report(const SimInputs& in, const LoadedInputs& L, const Plan& plan, 
     << f("%.2f\n", m.tpot_ms.p99);
   o << "goodput        " << f("%.2f req/s", m.goodput_req_s) << " meeting TTFT ≤ " << f("%.0f", L.serving.slo_ttft * 1e3)
     << " ms and TPOT ≤ " << f("%.0f ms", L.serving.slo_tpot * 1e3) << f(" (%.1f%% of requests)\n", m.slo_attainment * 100);
+  o << "energy         " << energy.describe(m.output_tok_s * m.makespan_s)
+    << (energy.modelled ? " over the run (GPUs and network optics; host, NVSwitch and cooling not counted: docs/energy.md)" : "") << "\n";
   const auto& w = r.memory.worst();
   o << "memory/GPU     weights " << f("%.1f GB", w.weights / 1e9) << ", activations+buffers "
     << f("%.1f GB", (w.activations + w.comm_buffers) / 1e9) << ", KV capacity "
@@ -383,8 +386,9 @@ void run(const SimulateOptions& opt) {
   FidelityReport fr;
   ServingResult r = scorer.serve({L.model, *L.cluster, opt.in.cluster, plan, L.trace, L.routing.get(), so}, fr);
   Metrics m = summarize(r, so, L.cluster->num_gpus());
+  const RunEnergy energy = run_energy(energy_pools(r, plan, *L.cluster), m.makespan_s, network_ports(*L.cluster));
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_report(opt.in, L, plan, r, m, opt.fidelity, fr);
+  print_report(opt.in, L, plan, r, m, energy, opt.fidelity, fr);
   json capacity;
   if (opt.capacity) capacity = report_capacity(opt, tier, L, plan, scorer.runner());
   RunInputs in{opt.in.model, opt.in.cluster, opt.plan, L.trace_spec, L.routing ? L.routing_spec : "", opt.fidelity,
@@ -392,7 +396,7 @@ void run(const SimulateOptions& opt) {
   // All the requested files or none (a full disk once left --json written and --timeline not).
   OutputSet files;
   if (!opt.json_out.empty()) {
-    json j = simulate_result_json(in, plan, r, m, so, wall, fr);
+    json j = simulate_result_json(in, plan, *L.cluster, r, m, so, wall, fr);
     if (opt.capacity) j["capacity"] = capacity;
     files.add(opt.json_out, json_text(j, 2) + "\n");
   }
