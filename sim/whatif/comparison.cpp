@@ -414,7 +414,8 @@ std::string compare_gnuplot(const std::vector<ScenarioOutcome>& v, const Compare
     auto& members = configs[order[c]];
     std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) { return tok_s_per_user(v[a]) < tok_s_per_user(v[b]); });
     for (std::size_t i : members)
-      points << i + 1 << " " << tok_s_per_user(v[i]) << " " << tok_s_per_gpu(v[i]) << " " << c % 8 + 1 << "\n";
+      points << i + 1 << " " << tok_s_per_user(v[i]) << " " << tok_s_per_gpu(v[i]) << " " << c % 8 + 1 << " "
+             << joules_per_token(v[i]) << "\n";
     points << "\n";  // a blank line ends the configuration's line
   }
   std::vector<std::pair<double, double>> frontier;
@@ -430,7 +431,7 @@ std::string compare_gnuplot(const std::vector<ScenarioOutcome>& v, const Compare
     << "$points << EOD\n" << points.str() << "EOD\n$frontier << EOD\n" << frontier_points.str() << "EOD\n"
     << "plot $frontier using 1:2 with linespoints lw 2 dt 2 pt 6 ps 2.6 lc rgb '#d62728' title 'Pareto frontier', \\\n"
     << "     $points using 2:3:4 with linespoints lw 1.5 pt 7 ps 1.4 lc variable title 'scenario (#n = table row; a line joins one configuration''s loads)', \\\n"
-    << "     $points using 2:3:(sprintf('#%d', $1)) with labels offset 1.4,0.7 notitle\n";
+    << "     $points using 2:3:(sprintf('#%d', $1) . ($5 > 0 ? sprintf(' %.3g J/tok', $5) : '')) with labels offset 1.4,0.7 notitle\n";
   return o.str();
 }
 

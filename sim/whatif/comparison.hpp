@@ -5,7 +5,7 @@
 // GPU time per generated token, split by where it went), pareto_frontier(), and the writers: the
 // Markdown table, CSV, JSON (schema shardsim.compare/1), the "why they differ" section and the
 // gnuplot script of the frontier plot (tokens/s per GPU against tokens/s per user, as NVIDIA's
-// AIConfigurator draws it).
+// AIConfigurator draws it; each point labelled with its row and, where modelled, its J per token).
 // Definitions (docs/what-if.md "Comparing scenarios"):
 //   tok/s            steady-state generated tokens per second (Metrics::steady_output_tok_s; the
 //                    makespan rate when the run has no saturated window, marked in the table);
