@@ -7,6 +7,7 @@
 // frontier and "why they differ". Output: the Markdown on stdout and, with --out DIR, compare.md,
 // compare.csv, compare.json, compare.gp and compare.png (when gnuplot is there), swapped in as
 // one set (optimizers/search/study_dir).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -111,7 +112,14 @@ std::string load_words(const std::string& load) {
 }
 
 std::string title_of(const std::vector<ScenarioOutcome>& v, const CompareSettings& s) {
-  std::string t = std::to_string(s.requests) + " requests of " + s.trace;
+  // The requests replayed: --requests, or the whole trace when it holds fewer (said so).
+  int served = 0;
+  for (const auto& o : v)
+    if (o.feasible) served = std::max(served, o.metrics.requests);
+  std::string t = (served > 0 && served < s.requests
+                       ? std::to_string(served) + " requests (all the trace holds; --requests asked for " + std::to_string(s.requests) + ")"
+                       : std::to_string(s.requests) + " requests") +
+                  " of " + s.trace;
   bool one_model = true, one_load = true;
   for (const auto& o : v) {
     one_model = one_model && o.scenario.model == v.front().scenario.model;

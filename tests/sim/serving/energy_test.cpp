@@ -177,6 +177,8 @@ TEST_CASE("energy: simulate reports watts and joules per token, compare tabulate
   REQUIRE(cmp.exit_code == 0);
   const std::string table = test::slurp(dir("cmp") + "/compare.md");
   CHECK(table.find("| W/GPU | J/tok |") != std::string::npos);
+  // The title counts the requests replayed: the trace's 200, not the default --requests 300.
+  CHECK(table.find("200 requests (all the trace holds; --requests asked for 300)") != std::string::npos);
   CHECK(test::slurp(dir("cmp") + "/compare.gp").find("J/tok") != std::string::npos);  // the Pareto plot's labels
   // A fuller batch amortises the static draw over more tokens.
   const json c = parse_json(test::slurp(dir("cmp") + "/compare.json"), "compare.json");
