@@ -22,6 +22,7 @@
 #include "common/json_reader.hpp"
 #include "sim/serving/validation_groups.hpp"
 #include "sim/step/compute_cost.hpp"
+#include "sim/step/kernel_calibration.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace shardsim {
@@ -36,25 +37,17 @@ Dtype dtype_of(const std::string& d) { return d == "fp4" ? Dtype::FP4 : d == "fp
 double model_time(const GpuSpec& g, const ComputeModel& cm, const std::string& kind, Dtype d, const std::vector<double>& r,
                   const json& table) {
   const double b = d == Dtype::FP4 ? 0.5 : d == Dtype::FP8 ? 1 : 2;  // weight and activation bytes per element
-  if (kind == "gemm") {
-    const double M = r[0], N = r[1], K = r[2];
-    return compute_time(g, ComputeKind::Gemm, M, 2 * M * N * K, N * K * b + M * K * b + M * N * 2, d, cm);
-  }
-  if (kind == "context_attention" || kind == "context_mla") {  // causal prompt attention, as Lowering::attention prices it
-    const bool mla = kind == "context_mla";
-    const double batch = r[0], heads = r[1], s = mla ? r[2] : r[4];
-    const double dqk = mla ? 192 : r[3], dv = mla ? 128 : r[3];
-    const double kv_elems = mla ? 576 : 2 * r[2] * r[3];
-    const double kvb = d == Dtype::FP8 ? 1 : 2;
+  // The kinds `calibrate --kernels` reads are priced by its one formula; MLA prompt attention and
+  // whole MoE layers are validate's own.
+  if (kind == "gemm") return kernel_row_time(g, cm, KernelTableKind::Gemm, d, r);
+  if (kind == "context_attention") return kernel_row_time(g, cm, KernelTableKind::ContextAttention, d, r);
+  if (kind == "generation_mla") return kernel_row_time(g, cm, KernelTableKind::GenerationMla, d, r);
+  if (kind == "context_mla") {  // causal MLA prompt attention, as Lowering::attention prices it
+    const double batch = r[0], heads = r[1], s = r[2];
+    const double dqk = 192, dv = 128, kv_elems = 576, kvb = d == Dtype::FP8 ? 1 : 2;
     const double flops = batch * 2 * s * ((s + 1) / 2) * heads * (dqk + dv);
     const double bytes = batch * (2 * s * kv_elems * kvb + s * heads * (dqk + dv) * 2);
     return compute_time(g, ComputeKind::PrefillAttention, s, flops, bytes, d, cm);
-  }
-  if (kind == "generation_mla") {  // absorbed MLA decode: 576-wide latent keys, 512-wide values
-    const double batch = r[0], heads = r[1], kv = r[2], kvb = d == Dtype::FP8 ? 1 : 2;
-    const double flops = batch * 2 * (kv + 1) * heads * (576 + 512);
-    const double bytes = batch * ((kv + 2) * 576 * kvb + heads * (576 + 512) * 2);
-    return compute_time(g, ComputeKind::MlaDecodeAttention, kv, flops, bytes, d, cm);
   }
   // "moe": one layer's routed experts, balanced — the up (gate + up) and down grouped GEMMs.
   const double T = r[0], h = table.at("hidden").get<double>(), F = table.at("inter").get<double>();

@@ -1,4 +1,4 @@
-// sim/step/kernel_calibration.cpp — GEMM timing tables read, and the GPU's GEMM fractions fitted (see the header).
+// sim/step/kernel_calibration.cpp — kernel timing tables read and priced, and the GPU's kernel fractions fitted (see the header).
 #include "sim/step/kernel_calibration.hpp"
 
 #include <algorithm>
@@ -38,33 +38,86 @@ bool dtype_of(const std::string& s, Dtype& d) {
   return true;
 }
 
-KernelCurveId gemm_curve(Dtype d) {
-  return d == Dtype::FP4 ? KernelCurveId::GemmFp4 : d == Dtype::FP8 ? KernelCurveId::GemmFp8 : KernelCurveId::GemmBf16;
-}
-
 }  // namespace
 
-double gemm_model_time(const GpuSpec& gpu, Dtype d, double m, double n, double k) {
-  const double b = d == Dtype::FP4 ? 0.5 : d == Dtype::FP8 ? 1 : 2;  // weight and activation bytes per element
-  ComputeModel cm;
-  cm.sustained_clock = 1.0;  // kernel tables are microbenchmarks, at the clock they ran at (compute_cost.hpp)
-  return compute_time(gpu, ComputeKind::Gemm, m, 2 * m * n * k, n * k * b + m * k * b + m * n * 2, d, cm);
+const char* kernel_table_kind_name(KernelTableKind k) {
+  switch (k) {
+    case KernelTableKind::Gemm: return "gemm";
+    case KernelTableKind::ContextAttention: return "context_attention";
+    case KernelTableKind::GenerationMla: return "generation_mla";
+  }
+  return "?";
 }
 
-GemmTable parse_gemm_table(const std::string& text, const std::string& source) {
-  GemmTable t;
+KernelCurveId kernel_table_curve(KernelTableKind kind, Dtype d) {
+  const ComputeKind k = kind == KernelTableKind::Gemm             ? ComputeKind::Gemm
+                        : kind == KernelTableKind::GenerationMla ? ComputeKind::MlaDecodeAttention
+                                                                 : ComputeKind::PrefillAttention;
+  return curve_id(k, d);
+}
+
+double kernel_row_time(const GpuSpec& g, const ComputeModel& cm, KernelTableKind kind, Dtype d, const std::vector<double>& r) {
+  const double b = d == Dtype::FP4 ? 0.5 : d == Dtype::FP8 ? 1 : 2;  // weight and activation bytes per element
+  const double kvb = d == Dtype::FP8 ? 1 : 2;                         // KV cache bytes per element
+  switch (kind) {
+    case KernelTableKind::Gemm: {  // a Linear: 2MNK flops, A, B and the BF16 output
+      const double M = r[0], N = r[1], K = r[2];
+      return compute_time(g, ComputeKind::Gemm, M, 2 * M * N * K, N * K * b + M * K * b + M * N * 2, d, cm);
+    }
+    case KernelTableKind::ContextAttention: {  // causal prompt attention, as Lowering::attention prices it
+      const double batch = r[0], heads = r[1], kv_heads = r[2], dh = r[3], s = r[4];
+      const double flops = batch * 2 * s * ((s + 1) / 2) * heads * (2 * dh);
+      const double bytes = batch * (2 * s * (2 * kv_heads * dh) * kvb + s * heads * (2 * dh) * 2);
+      return compute_time(g, ComputeKind::PrefillAttention, s, flops, bytes, d, cm);
+    }
+    case KernelTableKind::GenerationMla: {  // absorbed MLA decode: 576-wide latent keys, 512-wide values
+      const double batch = r[0], heads = r[1], kv = r[2];
+      const double flops = batch * 2 * (kv + 1) * heads * (576 + 512);
+      const double bytes = batch * ((kv + 2) * 576 * kvb + heads * (576 + 512) * 2);
+      return compute_time(g, ComputeKind::MlaDecodeAttention, kv, flops, bytes, d, cm);
+    }
+  }
+  return 0;
+}
+
+double gemm_model_time(const GpuSpec& gpu, Dtype d, double m, double n, double k) {
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;  // kernel tables are microbenchmarks, at the clock they ran at (compute_cost.hpp)
+  return kernel_row_time(gpu, cm, KernelTableKind::Gemm, d, {m, n, k});
+}
+
+KernelTable parse_kernel_table(const std::string& text, const std::string& source) {
+  KernelTable t;
   t.source = source;
   std::stringstream ss(text);
   std::map<std::string, std::size_t> col;
+  std::vector<const char*> shape_cols;
   int line_no = 0;
   for (std::string line; std::getline(ss, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
     const std::vector<std::string> c = cells(line);
-    if (col.empty()) {  // the header
+    if (col.empty()) {  // the header: which kind, from its shape columns
       for (std::size_t i = 0; i < c.size(); ++i) col[lower(c[i])] = i;
-      for (const char* need : {"m", "n", "k"})
-        if (!col.count(need)) throw InputError(source, need, "missing column (the header needs m, n, k, latency in ms and dtype)");
+      auto has = [&](std::initializer_list<const char*> names) {
+        for (const char* n : names)
+          if (!col.count(n)) return false;
+        return true;
+      };
+      if (has({"m", "n", "k"})) {
+        t.kind = KernelTableKind::Gemm;
+        shape_cols = {"m", "n", "k"};
+      } else if (has({"batch", "heads", "kv_heads", "head_dim", "isl"})) {
+        t.kind = KernelTableKind::ContextAttention;
+        shape_cols = {"batch", "heads", "kv_heads", "head_dim", "isl"};
+      } else if (has({"batch", "heads", "kvlen"})) {
+        t.kind = KernelTableKind::GenerationMla;
+        shape_cols = {"batch", "heads", "kvlen"};
+      } else {
+        throw InputError(source, col.count("m") || col.count("n") ? "k" : "m",
+                         "missing column (the header needs m, n, k for GEMMs; batch, heads, kv_heads, head_dim, isl for prompt "
+                         "attention; or batch, heads, kvlen for MLA decode; and latency in ms and dtype)");
+      }
       if (!col.count("latency") && !col.count("latency_ms")) throw InputError(source, "latency", "missing column (milliseconds)");
       if (!col.count("dtype") && !col.count("gemm_dtype")) throw InputError(source, "dtype", "missing column (bf16, fp8 or fp4)");
       continue;
@@ -75,29 +128,31 @@ GemmTable parse_gemm_table(const std::string& text, const std::string& source) {
       if (it->second >= c.size()) throw InputError(source, where, "fewer cells than the header");
       return lower(c[it->second]);
     };
-    GemmTable::Row r;
+    KernelTable::Row r;
     if (!dtype_of(at("dtype"), r.dtype)) throw InputError(source, where, "unknown dtype \"" + at("dtype") + "\" (bf16, fp8, fp4)");
-    double* slots[] = {&r.m, &r.n, &r.k, &r.seconds};
-    const char* names[] = {"m", "n", "k", "latency"};
-    for (int i = 0; i < 4; ++i) *slots[i] = parse_real_in(at(names[i]), source, where + ": " + names[i], 1e-9, 1e12);
-    r.seconds *= 1e-3;  // ms
+    if (r.dtype == Dtype::FP4 && t.kind != KernelTableKind::Gemm)
+      throw InputError(source, where, "fp4 attention has no curve (attention runs in bf16 or fp8)");
+    for (const char* name : shape_cols) r.shape.push_back(parse_real_in(at(name), source, where + ": " + name, 1e-9, 1e12));
+    r.seconds = parse_real_in(at("latency"), source, where + ": latency", 1e-9, 1e12) * 1e-3;  // ms
     t.rows.push_back(r);
   }
   if (t.rows.empty()) throw InputError(source, "", "no rows");
   return t;
 }
 
-std::vector<GemmCurveFit> fit_gemm_curves(const GemmTable& table, GpuSpec& gpu) {
-  std::vector<GemmCurveFit> out;
+std::vector<KernelCurveFit> fit_kernel_curves(const KernelTable& table, GpuSpec& gpu) {
+  std::vector<KernelCurveFit> out;
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;  // microbenchmarks, at the clock they ran at
   for (Dtype d : {Dtype::BF16, Dtype::FP8, Dtype::FP4}) {
-    std::vector<const GemmTable::Row*> rows;
+    std::vector<const KernelTable::Row*> rows;
     for (const auto& r : table.rows)
       if (r.dtype == d) rows.push_back(&r);
     if (rows.empty()) continue;
     if (d == Dtype::FP4 && !(gpu.fp4_flops > 0))
       throw InputError(table.source, "dtype", gpu.name + " has no FP4 tensor cores (fp4_flops): its FP4 GEMMs run as FP8 and have no curve of their own");
-    GemmCurveFit f;
-    f.curve = gemm_curve(d);
+    KernelCurveFit f;
+    f.curve = kernel_table_curve(table.kind, d);
     f.rows = static_cast<int>(rows.size());
     KernelTuning& t = gpu.kernels[static_cast<std::size_t>(f.curve)];
     const KernelCurve base = ComputeModel{}.curve(f.curve);
@@ -107,7 +162,7 @@ std::vector<GemmCurveFit> fit_gemm_curves(const GemmTable& table, GpuSpec& gpu) 
       GpuSpec g = gpu;
       g.kernels[static_cast<std::size_t>(f.curve)] = {me, he};
       double s = 0;
-      for (const auto* r : rows) s += std::pow(std::log(gemm_model_time(g, d, r->m, r->n, r->k) / r->seconds), 2);
+      for (const auto* r : rows) s += std::pow(std::log(kernel_row_time(g, cm, table.kind, d, r->shape) / r->seconds), 2);
       return std::sqrt(s / static_cast<double>(rows.size()));
     };
     // One fraction with the other held.

@@ -1,16 +1,21 @@
-// sim/step/kernel_calibration.hpp — a GPU's GEMM curves fitted to the user's own kernel timings.
+// sim/step/kernel_calibration.hpp — a GPU's kernel curves fitted to the user's own kernel timings.
 //
-// Owns: parse_gemm_table() and fit_gemm_curves(). A table of GEMM timings — CSV with a header
-// naming (in any order, case-insensitive) `m`, `n`, `k`, a latency in milliseconds (`latency` or
-// `latency_ms`), and the math type (`dtype` or `gemm_dtype`: bf16 | fp8 | fp4, or AIConfigurator's
-// `float16`, `fp8`, `nvfp4` spellings); other columns are ignored, so AIConfigurator's gemm_perf
-// layout reads as is — gives, per math type, the GPU's own fractions of its peaks
-// (GpuSpec::kernels: max_eff, hbm_eff of gemm_bf16 / gemm_fp8 / gemm_fp4), fitted as the Blackwell
-// presets' were: least squares of log(model / measured) over the type's rows, each GEMM priced as
-// the compute model prices a Linear (sim/step/compute_cost.hpp: flops 2MNK, HBM bytes of A, B and
-// the BF16 output, at the clock the microbenchmark ran at: ComputeModel::sustained_clock 1), by
-// coordinate golden-section search in [0.02, 1]². `shardsim calibrate
-// --kernels` writes the cluster file with the GPU spec carrying them.
+// Owns: parse_kernel_table(), kernel_row_time() (the one formula by which a kernel table's row is
+// priced: `calibrate --kernels` and validate's measured-kernel rows) and fit_kernel_curves().
+// A table is CSV with a header naming (in any order, case-insensitive) a latency in milliseconds
+// (`latency` or `latency_ms`), the math type (`dtype` or `gemm_dtype`: bf16 | fp8 | fp4, or
+// AIConfigurator's `float16`, `fp8`, `nvfp4` spellings) and the shape columns of one kernel kind,
+// which the header decides (other columns are ignored, so AIConfigurator's layouts read as is):
+//   gemm               m, n, k                                  → gemm_bf16 / gemm_fp8 / gemm_fp4
+//   context_attention  batch, heads, kv_heads, head_dim, isl    → attn_prefill / attn_prefill_fp8
+//                      (causal prompt attention, GQA/MHA)
+//   generation_mla     batch, heads, kvlen                      → attn_decode_mla / attn_decode_mla_fp8
+//                      (absorbed MLA decode: 576-wide latent keys, 512-wide values)
+// Each row is priced as the lowering prices that kernel (sim/step/compute_cost.hpp) at the clock the
+// microbenchmark ran at (ComputeModel::sustained_clock 1); per curve the GPU's own fractions of its
+// peaks (GpuSpec::kernels: max_eff, hbm_eff) are fitted as the Blackwell presets' were: least
+// squares of log(model / measured) over the curve's rows, by coordinate golden-section search in
+// [0.02, 1]². `shardsim calibrate --kernels` writes the cluster file with the GPU spec carrying them.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -18,34 +23,48 @@
 #include <vector>
 
 #include "sim/plan/dtype.hpp"
+#include "sim/step/compute_cost.hpp"
 #include "topologies/gpu_spec.hpp"
 
 namespace shardsim {
 
-struct GemmTable {
+// The kernel kinds a table can hold (their shape columns above).
+enum class KernelTableKind { Gemm, ContextAttention, GenerationMla };
+const char* kernel_table_kind_name(KernelTableKind k);  // "gemm", "context_attention", "generation_mla"
+
+struct KernelTable {
   std::string source;
+  KernelTableKind kind = KernelTableKind::Gemm;
   struct Row {
     Dtype dtype = Dtype::BF16;
-    double m = 0, n = 0, k = 0, seconds = 0;
+    std::vector<double> shape;  // the kind's shape columns, in the order listed above
+    double seconds = 0;
   };
   std::vector<Row> rows;
 };
 
 // Throws InputError(source, "line N" or the column, reason).
-GemmTable parse_gemm_table(const std::string& text, const std::string& source);
+KernelTable parse_kernel_table(const std::string& text, const std::string& source);
 
-struct GemmCurveFit {
+// The curve a kind's rows of `dtype` follow.
+KernelCurveId kernel_table_curve(KernelTableKind kind, Dtype dtype);
+
+// The model's seconds for one row (`shape` as above) on `gpu` with `cm` (callers pricing
+// microbenchmarks pass sustained_clock 1).
+double kernel_row_time(const GpuSpec& gpu, const ComputeModel& cm, KernelTableKind kind, Dtype dtype, const std::vector<double>& shape);
+
+struct KernelCurveFit {
   KernelCurveId curve = KernelCurveId::GemmBf16;
   int rows = 0;
   double max_eff_before = 0, hbm_eff_before = 0, max_eff = 0, hbm_eff = 0;  // the effective fractions
   double rms_log_before = 0, rms_log_after = 0;
 };
 
-// Fits every math type the table has rows of and writes the fractions into `gpu.kernels`.
-// FP4 rows on a GPU without FP4 tensor cores (fp4_flops 0) are refused (InputError).
-std::vector<GemmCurveFit> fit_gemm_curves(const GemmTable& table, GpuSpec& gpu);
+// Fits every curve the table has rows of and writes the fractions into `gpu.kernels`. FP4 GEMM
+// rows on a GPU without FP4 tensor cores (fp4_flops 0) are refused (InputError).
+std::vector<KernelCurveFit> fit_kernel_curves(const KernelTable& table, GpuSpec& gpu);
 
-// The model's seconds for one GEMM row on `gpu` (what the fit compares; also validation's formula).
+// One GEMM row at the microbenchmarks' clock (kernel_row_time of a Gemm row).
 double gemm_model_time(const GpuSpec& gpu, Dtype dtype, double m, double n, double k);
 
 }  // namespace shardsim

@@ -28,13 +28,13 @@ struct CalibrateOptions {
   double min_bytes = 1 << 20;
 };
 
-// --kernels: the GPU's GEMM fractions; returns the fitted spec (the cluster's GPU type when none given).
+// --kernels: the GPU's kernel fractions (GEMM, prompt attention, MLA decode); returns the fitted spec.
 GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string& note) {
   if (base.mixed()) throw InputError("--cluster", o.cluster, "a mixed cluster: calibrate the kernels of one GPU type on a cluster of that type");
   GpuSpec gpu = base.gpu();
   for (const auto& f : o.kernels) {
-    const GemmTable table = parse_gemm_table(read_text_file(f), f);
-    for (const GemmCurveFit& fit : fit_gemm_curves(table, gpu)) {
+    const KernelTable table = parse_kernel_table(read_text_file(f), f);
+    for (const KernelCurveFit& fit : fit_kernel_curves(table, gpu)) {
       std::printf("%s %s: %d rows; max_eff %.3f → %.3f, hbm_eff %.3f → %.3f; RMS of log(model / measured) %.3f → %.3f\n",
                   gpu.name.c_str(), kernel_curve_name(fit.curve), fit.rows, fit.max_eff_before, fit.max_eff, fit.hbm_eff_before,
                   fit.hbm_eff, fit.rms_log_before, fit.rms_log_after);
@@ -145,7 +145,7 @@ void add_calibrate_command(CLI::App& app) {
       "calibrate",
       "Fit a cluster's collective efficiency to your own nccl-tests output (all_reduce_perf, all_gather_perf,\n"
       "reduce_scatter_perf): runs inside one host fit the NVLink efficiency, runs across hosts the network's; and its\n"
-      "GPU's GEMM fractions to your GEMM timings (--kernels). Prints every fit before and after; --out writes the\n"
+      "GPU's kernel fractions to your GEMM and attention timings (--kernels). Prints every fit before and after; --out writes the\n"
       "cluster file with the fitted values, which any command takes.\n\n"
       "Examples:\n"
       "  shardsim calibrate --nccl-tests ag8.txt --nccl-tests rs8.txt --cluster dgx-h100:1 --out my-node.json\n"
@@ -155,7 +155,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--nccl-tests", o->nccl_tests, "an nccl-tests output file (repeat for several)");
   cmd->add_option("--kernels", o->kernels,
                   "GEMM timings as CSV (header: m, n, k, latency in ms, dtype — AIConfigurator's gemm_perf layout reads as is): "
-                  "the GPU's GEMM fractions of its peaks, fitted per math type (repeat for several)");
+                  "the GPU's GEMM fractions of its peaks, fitted per math type; a table with batch, heads, kv_heads, head_dim, isl "
+                  "columns fits prompt attention, one with batch, heads, kvlen MLA decode (AIConfigurator's context_attention and "
+                  "generation_mla layouts; docs/validation.md) (repeat for several)");
   cmd->add_option("--power", o->power,
                   "measured serving runs with their board power as CSV (header: model, cluster, plan, trace, watts[, tok_s]; "
                   "docs/energy.md): the GPU's power model fitted to them, each run replayed as measured (repeat for several)");

@@ -36,10 +36,10 @@ TEST_CASE("calibrate kernels: a table the model made at known fractions is recov
   GpuSpec truth = gpu_preset("H100-SXM-80GB");
   truth.kernels[static_cast<std::size_t>(KernelCurveId::GemmBf16)] = {0.6, 0.7};
   truth.kernels[static_cast<std::size_t>(KernelCurveId::GemmFp8)] = {0.45, 0.9};
-  const GemmTable t = parse_gemm_table(csv_from(truth, Dtype::BF16, "float16") + csv_from(truth, Dtype::FP8, "fp8").substr(36), "t.csv");
+  const KernelTable t = parse_kernel_table(csv_from(truth, Dtype::BF16, "float16") + csv_from(truth, Dtype::FP8, "fp8").substr(36), "t.csv");
   CHECK(t.rows.size() == 36);
   GpuSpec g = gpu_preset("H100-SXM-80GB");
-  const std::vector<GemmCurveFit> fits = fit_gemm_curves(t, g);
+  const std::vector<KernelCurveFit> fits = fit_kernel_curves(t, g);
   REQUIRE(fits.size() == 2);
   CHECK(fits[0].curve == KernelCurveId::GemmBf16);
   CHECK(std::fabs(fits[0].max_eff / 0.6 - 1) < 0.005);
@@ -50,7 +50,7 @@ TEST_CASE("calibrate kernels: a table the model made at known fractions is recov
   CHECK(std::fabs(g.kernels[static_cast<std::size_t>(KernelCurveId::GemmFp8)].hbm_eff / 0.9 - 1) < 0.01);
   // FP4 rows on a GPU without FP4 tensor cores have no curve to fit.
   GpuSpec h = gpu_preset("H100-SXM-80GB");
-  CHECK_THROWS_AS(fit_gemm_curves(parse_gemm_table("m,n,k,dtype,latency_ms\n16,4096,4096,nvfp4,0.02\n", "f.csv"), h), InputError);
+  CHECK_THROWS_AS(fit_kernel_curves(parse_kernel_table("m,n,k,dtype,latency_ms\n16,4096,4096,nvfp4,0.02\n", "f.csv"), h), InputError);
 }
 
 TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fractions the B200 preset carries") {
@@ -64,11 +64,11 @@ TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fracti
       csv += std::to_string(r[0].get<double>()) + "," + std::to_string(r[1].get<double>()) + "," + std::to_string(r[2].get<double>()) + "," +
              table.at("dtype").get<std::string>() + "," + std::to_string(r[3].get<double>()) + "\n";
   }
-  const GemmTable t = parse_gemm_table(csv, "b200.csv");
+  const KernelTable t = parse_kernel_table(csv, "b200.csv");
   const GpuSpec preset = gpu_preset("B200");
   GpuSpec g = preset;
   g.kernels = {};
-  const std::vector<GemmCurveFit> fits = fit_gemm_curves(t, g);
+  const std::vector<KernelCurveFit> fits = fit_kernel_curves(t, g);
   REQUIRE(fits.size() == 3);
   for (const auto& f : fits) {
     // The preset's fractions (a 0 is the curve's own constant), and their error on the same rows.
@@ -79,7 +79,7 @@ TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fracti
     int n = 0;
     for (const auto& r : t.rows)
       if (r.dtype == (f.curve == KernelCurveId::GemmFp4 ? Dtype::FP4 : f.curve == KernelCurveId::GemmFp8 ? Dtype::FP8 : Dtype::BF16)) {
-        preset_rms += std::pow(std::log(gemm_model_time(preset, r.dtype, r.m, r.n, r.k) / r.seconds), 2);
+        preset_rms += std::pow(std::log(gemm_model_time(preset, r.dtype, r.shape[0], r.shape[1], r.shape[2]) / r.seconds), 2);
         ++n;
       }
     preset_rms = std::sqrt(preset_rms / n);
@@ -93,10 +93,74 @@ TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fracti
   }
 }
 
+TEST_CASE("calibrate kernels: attention tables fit their curves, from the model's own rows and from the embedded B200 tables") {
+  // A prompt-attention table the model made at known fractions is recovered.
+  GpuSpec truth = gpu_preset("H100-SXM-80GB");
+  truth.kernels[static_cast<std::size_t>(KernelCurveId::AttnPrefill)] = {0.5, 0.6};
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;
+  std::string csv = "batch,heads,kv_heads,head_dim,isl,dtype,latency_ms\n";
+  for (double b : {1.0, 4.0, 16.0})
+    for (double isl : {512.0, 2048.0, 8192.0}) {
+      const double ms = kernel_row_time(truth, cm, KernelTableKind::ContextAttention, Dtype::BF16, {b, 64, 8, 128, isl}) * 1e3;
+      csv += std::to_string(b) + ",64,8,128," + std::to_string(isl) + ",bf16," + std::to_string(ms) + "\n";
+    }
+  const KernelTable t = parse_kernel_table(csv, "ctx.csv");
+  CHECK(t.kind == KernelTableKind::ContextAttention);
+  GpuSpec g = gpu_preset("H100-SXM-80GB");
+  const auto fits = fit_kernel_curves(t, g);
+  REQUIRE(fits.size() == 1);
+  CHECK(fits[0].curve == KernelCurveId::AttnPrefill);
+  CHECK(std::fabs(fits[0].max_eff / 0.5 - 1) < 0.01);
+  CHECK(fits[0].rms_log_after < 0.01);
+
+  // The B200 preset's attention fractions were fitted to the embedded tables' calibration rows:
+  // read in AIConfigurator's layouts, they land on the preset's fractions again.
+  const json doc = parse_json(std::string(*embedded_file("topologies/data/kernel_tables.json")), "kernel_tables.json");
+  for (const char* kind : {"context_attention", "generation_mla"}) {
+    const bool ctx = std::string(kind) == "context_attention";
+    std::string text = ctx ? "batch,heads,kv_heads,head_dim,isl,dtype,latency\n" : "batch,heads,kvlen,dtype,latency\n";
+    for (const auto& table : doc.at("tables")) {
+      if (table.at("gpu") != "B200" || table.at("kind") != kind || table.at("role") != "calibration") continue;
+      for (const auto& r : table.at("rows")) {
+        for (std::size_t i = 0; i + 1 < r.size(); ++i) text += std::to_string(r[i].get<double>()) + ",";
+        text += table.at("dtype").get<std::string>() + "," + std::to_string(r.back().get<double>()) + "\n";
+      }
+    }
+    const KernelTable kt = parse_kernel_table(text, "b200.csv");
+    const GpuSpec preset = gpu_preset("B200");
+    GpuSpec b = preset;
+    b.kernels = {};
+    for (const auto& f : fit_kernel_curves(kt, b)) {
+      const KernelTuning& set = preset.kernels[static_cast<std::size_t>(f.curve)];
+      // The preset's own error on these rows: the fit must be at least as close, and land on the
+      // fraction the rows decide (the one that binds: max_eff for compute-bound prompt attention,
+      // hbm_eff for memory-bound decode; the other is free and may drift to a bound).
+      double preset_rms = 0;
+      int n = 0;
+      for (const auto& r : kt.rows)
+        if (kernel_table_curve(kt.kind, r.dtype) == f.curve) {
+          preset_rms += std::pow(std::log(kernel_row_time(preset, cm, kt.kind, r.dtype, r.shape) / r.seconds), 2);
+          ++n;
+        }
+      preset_rms = std::sqrt(preset_rms / n);
+      MESSAGE(std::string(kernel_curve_name(f.curve)) << ": max_eff " << f.max_eff << " (preset " << set.max_eff << "), hbm_eff "
+                                                      << f.hbm_eff << " (preset " << set.hbm_eff << "), RMS log " << f.rms_log_after
+                                                      << " (preset " << preset_rms << ")");
+      CHECK(f.rms_log_after <= preset_rms + 1e-6);
+      const bool max_lands = set.max_eff > 0 && std::fabs(f.max_eff / set.max_eff - 1) < 0.03;
+      const bool hbm_lands = set.hbm_eff > 0 && std::fabs(f.hbm_eff / set.hbm_eff - 1) < 0.03;
+      CHECK((max_lands || hbm_lands));
+    }
+  }
+  // FP4 attention has no curve.
+  CHECK_THROWS_AS(parse_kernel_table("batch,heads,kvlen,dtype,latency\n1,128,4096,nvfp4,0.05\n", "m.csv"), InputError);
+}
+
 TEST_CASE("calibrate kernels: tables that cannot be read are refused naming the column or line") {
   auto where = [](const std::string& text) -> std::string {
     try {
-      parse_gemm_table(text, "g.csv");
+      parse_kernel_table(text, "g.csv");
     } catch (const InputError& e) {
       return e.field() + ": " + e.reason();
     }
