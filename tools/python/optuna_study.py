@@ -63,7 +63,7 @@ def main(argv):
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--space", default="all")
     ap.add_argument("--fidelity", default="analytic")
-    ap.add_argument("--objective", default="capacity", help="capacity (req/s within the SLO) | saturated | drain | goodput | drain-tpot")
+    ap.add_argument("--objective", default="capacity", help="capacity (req/s within the SLO) | saturated | drain | goodput | drain-tpot | tokens-per-joule")
     ap.add_argument("--budget", type=int, default=60)
     ap.add_argument("--seeds", default="3")
     ap.add_argument("--samplers", default="tpe,cmaes")
