@@ -29,11 +29,11 @@ struct KernelTuning {
   bool operator==(const KernelTuning&) const = default;
 };
 
-// The GPU's power model (sim/serving/energy.hpp): board watts = idle_w, + active_w while a kernel or
-// collective runs on it, + tensor_w × (flops ÷ peak flop/s per second) + hbm_w × (HBM bytes ÷ peak
-// bandwidth per second) — the static and dynamic parts ML.ENERGY's measurements separate. tdp_w is
-// the board limit (datasheet): a modelled draw above it is flagged, not clipped. All 0 = no model
-// (energy is not reported).
+// The GPU's power model (sim/serving/energy.hpp): board watts = idle_w, + active_w while a kernel
+// runs on it, + tensor_w × (flops ÷ peak flop/s per second) + hbm_w × (HBM bytes ÷ peak bandwidth
+// per second) — the static and dynamic parts ML.ENERGY's measurements separate. tdp_w is the board
+// limit (datasheet): a mean draw while busy above it is held at it, and the result says so. All 0 =
+// no model (energy is not reported).
 struct GpuPower {
   double tdp_w = 0, idle_w = 0, active_w = 0, tensor_w = 0, hbm_w = 0;
   std::string source;

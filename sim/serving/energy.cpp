@@ -27,8 +27,7 @@ std::string fmt(const char* f, double v) {
 
 EnergyPool energy_pool(const ServingBreakdown& b, int gpus, int dp, const GpuSpec& gpu) {
   EnergyPool p;
-  for (int i = 0; i < kNumOpClasses; ++i)
-    if (!is_comm_class(static_cast<OpClass>(i))) p.active += b.busy[static_cast<std::size_t>(i)];
+  p.active = compute_busy(b.busy);
   p.tensor_work = b.tensor_work;
   p.hbm_work = b.hbm_work;
   p.gpus = gpus;
@@ -79,6 +78,30 @@ NetworkPorts network_ports(const Cluster& c) {
   return p;
 }
 
+PoolEnergy pool_energy(const EnergyPool& p, const GpuPower& w, double seconds) {
+  PoolEnergy e;
+  seconds = std::max(0.0, seconds);
+  const double per_replica = static_cast<double>(p.gpus) / std::max(1, p.dp);  // per-GPU sums → GPU-seconds
+  e.active_s = std::min(p.active * per_replica, p.gpus * seconds);
+  e.tensor_s = p.tensor_work * per_replica;
+  e.hbm_s = p.hbm_work * per_replica;
+  e.idle_j = w.idle_w * p.gpus * seconds;
+  e.active_j = w.active_w * e.active_s;
+  e.tensor_j = w.tensor_w * e.tensor_s;
+  e.hbm_j = w.hbm_w * e.hbm_s;
+  return e;
+}
+
+PoolEnergy hold_at_limit(PoolEnergy e, const GpuPower& w) {
+  const double dynamic = e.dynamic_j();
+  if (w.tdp_w > 0 && e.active_s > 0 && dynamic > 0 && w.idle_w + dynamic / e.active_s > w.tdp_w) {
+    const double f = std::max(0.0, (w.tdp_w - w.idle_w) * e.active_s / dynamic);
+    e.active_j *= f, e.tensor_j *= f, e.hbm_j *= f;
+    e.capped = true;
+  }
+  return e;
+}
+
 RunEnergy run_energy(const std::vector<EnergyPool>& pools, double seconds, const NetworkPorts& ports,
                      const NetworkPower& net) {
   RunEnergy e;
@@ -90,26 +113,15 @@ RunEnergy run_energy(const std::vector<EnergyPool>& pools, double seconds, const
       continue;
     }
     const GpuPower& w = p.gpu->power;
-    const double per_replica = static_cast<double>(p.gpus) / std::max(1, p.dp);  // per-GPU sums → GPU-seconds
-    const double active = std::min(p.active * per_replica, p.gpus * e.seconds);
-    double active_j = w.active_w * active, tensor_j = w.tensor_w * p.tensor_work * per_replica,
-           hbm_j = w.hbm_w * p.hbm_work * per_replica;
-    // The board's power limit: a mean draw above it while busy is what the GPU would throttle
-    // to, so the dynamic energy is scaled down to it (and the result says so).
-    const double dynamic = active_j + tensor_j + hbm_j;
-    if (active > 0 && dynamic > 0 && w.idle_w + dynamic / active > w.tdp_w) {
-      const double f = std::max(0.0, (w.tdp_w - w.idle_w) * active / dynamic);
-      active_j *= f, tensor_j *= f, hbm_j *= f;
-      e.capped = true;
-    }
+    const PoolEnergy pe = hold_at_limit(pool_energy(p, w, e.seconds), w);
+    e.capped = e.capped || pe.capped;
     e.gpus += p.gpus;
-    e.idle_j += w.idle_w * p.gpus * e.seconds;
-    e.active_j += active_j;
-    e.tensor_j += tensor_j;
-    e.hbm_j += hbm_j;
-    e.active_gpu_s += active;
-    if (active > 0) {
-      const double busy = w.idle_w + (active_j + tensor_j + hbm_j) / active;
+    e.idle_j += pe.idle_j;
+    e.active_j += pe.active_j;
+    e.tensor_j += pe.tensor_j;
+    e.hbm_j += pe.hbm_j;
+    if (pe.active_s > 0) {
+      const double busy = w.idle_w + pe.dynamic_j() / pe.active_s;
       if (busy >= e.busy_w) {
         e.busy_w = busy;
         e.tdp_w = w.tdp_w;

@@ -4,8 +4,8 @@
 // Owns: EnergyPool, NetworkPower, RunEnergy, run_energy() and network_ports(). The GPU model
 // (GpuPower in topologies/gpu_spec.hpp, per GPU type) charges, over a run of `seconds`:
 //   idle_w   × every GPU of the pool × seconds                                   (static)
-//   active_w × the GPU-seconds a kernel or collective ran: compute busy + communication while the
-//              GPU's compute stream was idle (StepTiming::busy, comm_exposed)
+//   active_w × the GPU-seconds a kernel ran: the compute stream's busy time (StepTiming::busy over
+//              the compute classes); communication while it waits is charged at idle (docs/energy.md)
 //   tensor_w × the tensor work: flops ÷ the peak flop/s of their math type (StepTiming::tensor_work)
 //   hbm_w    × the HBM work: bytes ÷ the peak bandwidth (StepTiming::hbm_work)
 // — the split of static and dynamic power ML.ENERGY's measurements use (docs/energy.md, where the
@@ -31,8 +31,8 @@ namespace shardsim {
 class Cluster;
 
 // One pool of a run (a colocated plan has one; a disaggregated plan prefill and decode): what its
-// steps did, as per-GPU sums over its replicas' steps — seconds something ran (compute busy +
-// communication while compute was idle), tensor and HBM work at peak — the GPUs those sums cover
+// steps did, as per-GPU sums over its replicas' steps — seconds its compute stream ran, tensor and
+// HBM work at peak — the GPUs those sums cover
 // (one simulated replica's when it stands for its alike ones), its replicas, and its GPU type.
 struct EnergyPool {
   double active = 0, tensor_work = 0, hbm_work = 0;
@@ -40,6 +40,22 @@ struct EnergyPool {
   const GpuSpec* gpu = nullptr;
 };
 EnergyPool energy_pool(const ServingBreakdown& b, int gpus, int dp, const GpuSpec& gpu);
+
+// One pool's GPU energy over `seconds` under `power`, before any power limit: its GPU-seconds of
+// active time (at most every GPU the whole time), tensor and HBM work (the per-GPU sums × gpus ÷
+// dp), and the terms above. The one definition run_energy and the power fit's windows both use;
+// each applies the board limit itself (run_energy: hold_at_limit).
+struct PoolEnergy {
+  double active_s = 0, tensor_s = 0, hbm_s = 0;  // GPU-seconds
+  double idle_j = 0, active_j = 0, tensor_j = 0, hbm_j = 0;
+  bool capped = false;
+  double dynamic_j() const { return active_j + tensor_j + hbm_j; }
+  double gpu_j() const { return idle_j + dynamic_j(); }
+};
+PoolEnergy pool_energy(const EnergyPool& p, const GpuPower& power, double seconds);
+// `e` with its dynamic part scaled down so that the mean draw while busy stays within tdp_w (the
+// GPU throttles there), `capped` set when it was.
+PoolEnergy hold_at_limit(PoolEnergy e, const GpuPower& power);
 // The same from the steps of `r` (recorded: ServingOptions::record_work) that ended in (from, to].
 EnergyPool energy_pool(const ServingResult& r, double from, double to, int gpus, int dp, const GpuSpec& gpu);
 
@@ -67,7 +83,6 @@ struct RunEnergy {
   int gpus = 0;                   // GPUs charged
   double idle_j = 0, active_j = 0, tensor_j = 0, hbm_j = 0;  // the GPU terms above
   double network_j = 0;
-  double active_gpu_s = 0;        // GPU-seconds something ran
   double busy_w = 0;              // mean board draw while something ran (the heaviest pool)
   double tdp_w = 0;               // that pool's board limit
   bool capped = false;            // some pool's busy draw was held at its limit (the model asked for more)

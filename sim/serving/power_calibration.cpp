@@ -157,27 +157,35 @@ PowerFit::Row measure_power_run(const PowerRun& run, const std::string& source, 
 
 namespace {
 
-// A window's rates per second: GPU-seconds active, tensor and HBM work — the work at `at_tok_s`
-// when given (see modelled_watts).
+// A window's pool with its work done at `at_tok_s` when given (see modelled_watts).
+EnergyPool at_rate(const PowerWindow& w, double at_tok_s) {
+  EnergyPool p = w.pool;
+  const double speed = at_tok_s > 0 && w.tok_s() > 0 ? at_tok_s / w.tok_s() : 1.0;
+  p.tensor_work *= speed;
+  p.hbm_work *= speed;
+  return p;
+}
+
+// A window's GPU-seconds per second: active, tensor and HBM work (pool_energy's, over the window).
 struct Rates {
   double active = 0, tensor = 0, hbm = 0;
 };
 Rates rates_of(const PowerWindow& w, double at_tok_s) {
   const double s = w.seconds();
   if (!(s > 0)) return {};
-  const double per_replica = static_cast<double>(w.pool.gpus) / std::max(1, w.pool.dp);
-  const double speed = at_tok_s > 0 && w.tok_s() > 0 ? at_tok_s / w.tok_s() : 1.0;
-  return {std::min(w.pool.active * per_replica, w.pool.gpus * s) / s, w.pool.tensor_work * per_replica / s * speed,
-          w.pool.hbm_work * per_replica / s * speed};
+  const PoolEnergy e = pool_energy(at_rate(w, at_tok_s), GpuPower{}, s);
+  return {e.active_s / s, e.tensor_s / s, e.hbm_s / s};
 }
 
 }  // namespace
 
 double modelled_watts(const PowerWindow& w, const GpuPower& p, double at_tok_s) {
   if (!(w.seconds() > 0)) return 0;
-  const Rates r = rates_of(w, at_tok_s);
-  const double watts = p.idle_w * w.pool.gpus + p.active_w * r.active + p.tensor_w * r.tensor + p.hbm_w * r.hbm;
-  return p.tdp_w > 0 ? std::min(watts, p.tdp_w * w.pool.gpus) : watts;  // the board's power limit
+  // Held at the limit over the window's mean, not the mean while busy as run_energy holds it
+  // (hold_at_limit): the fit was made this way, and the two differ where the simulated window has
+  // host gaps (docs/energy.md, "Open").
+  const double watts = pool_energy(at_rate(w, at_tok_s), p, w.seconds()).gpu_j() / w.seconds();
+  return p.tdp_w > 0 ? std::min(watts, p.tdp_w * w.pool.gpus) : watts;
 }
 
 PowerAnchor sustained_gemm_anchor(const GpuSpec& gpu) {

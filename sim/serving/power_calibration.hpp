@@ -62,9 +62,10 @@ struct PowerWindow {
 bool power_window(const ServingResult& r, int max_seqs, int gpus, int dp, const GpuSpec& gpu, PowerWindow& out,
                   std::string& why);
 
-// The GPU board watts the model gives a window (its GPUs summed; GPU energy only, as NVML counts).
-// `at_tok_s` > 0: at that output rate instead of the simulated one — the window's work per token
-// (what the model and batch make each token cost) done as fast as that; its active share kept.
+// The GPU board watts the model gives a window (its GPUs summed; GPU energy only, as NVML counts):
+// pool_energy over the window, held at tdp_w × GPUs on the window's mean. `at_tok_s` > 0: at
+// that output rate instead of the simulated one — the window's work per token (what the model and
+// batch make each token cost) done as fast as that; its active share kept.
 double modelled_watts(const PowerWindow& w, const GpuPower& power, double at_tok_s = 0);
 
 // The operating point the compute model itself implies: a large BF16 GEMM (8192³) priced at the

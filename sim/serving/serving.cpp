@@ -499,12 +499,7 @@ class ReplicaSim {
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
     if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
-    if (opt_.record_work) {
-      double active = 0;
-      for (int i = 0; i < kNumOpClasses; ++i)
-        if (!is_comm_class(static_cast<OpClass>(i))) active += timing.busy[static_cast<std::size_t>(i)];
-      out_.step_work.push_back({clock, active, timing.tensor_work, timing.hbm_work});
-    }
+    if (opt_.record_work) out_.step_work.push_back({clock, compute_busy(timing.busy), timing.tensor_work, timing.hbm_work});
     return clock;
   }
 

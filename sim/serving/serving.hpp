@@ -320,9 +320,9 @@ struct TimelineStep {
   int admitted = 0, preempted = 0;  // sequences admitted and preempted while the step was composed
 };
 
-// One replica step's work, per GPU (ServingOptions::record_work): when it ended, the seconds
-// something ran on a GPU (compute busy + communication while compute was idle) and its tensor and
-// HBM work at peak (StepTiming) — what energy over a window of the run sums (sim/serving/energy.hpp).
+// One replica step's work, per GPU (ServingOptions::record_work): when it ended, the seconds its
+// compute stream ran (compute_busy) and its tensor and HBM work at peak (StepTiming) — what energy
+// over a window of the run sums (sim/serving/energy.hpp).
 struct StepEnergyWork {
   double end = 0, active = 0, tensor_work = 0, hbm_work = 0;
 };

@@ -120,6 +120,13 @@ void add_compute_work(const StepProgram& p, const std::vector<const GpuSpec*>& r
   }
 }
 
+double compute_busy(const std::array<double, kNumOpClasses>& busy) {
+  double s = 0;
+  for (int i = 0; i < kNumOpClasses; ++i)
+    if (!is_comm_class(static_cast<OpClass>(i))) s += busy[static_cast<std::size_t>(i)];
+  return s;
+}
+
 StepTiming summarize_schedule(const StepProgram& p, const std::vector<double>& start, const std::vector<double>& end,
                               const std::vector<int>& pred, std::vector<TimelineEvent>* timeline) {
   const std::size_t n = p.ops.size();

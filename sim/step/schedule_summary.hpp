@@ -19,6 +19,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <array>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +39,9 @@ void involved_ranks(const StepProgram& p, const StepOp& op, std::vector<int>& ou
 std::string op_name(const StepOp& op);
 // Classes whose operations are communication (collectives and sends).
 bool is_comm_class(OpClass c);
+// Σ busy over the compute classes: the seconds a GPU's compute stream ran (StepTiming::busy or a
+// run's sums of it).
+double compute_busy(const std::array<double, kNumOpClasses>& busy);
 
 // Adds the compute operations' work (compute_work) to t.tensor_work and t.hbm_work, per GPU (a
 // kernel counts on every rank it occupies); `rank_gpu[r]` is rank r's GPU.
