@@ -3,12 +3,10 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <sstream>
 
+#include "common/csv_table.hpp"
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
 #include "sim/plan/plan.hpp"
@@ -23,77 +21,25 @@
 
 namespace shardsim {
 
-namespace {
-
-std::string trimmed(std::string s) {
-  s.erase(0, s.find_first_not_of(" \t"));
-  s.erase(s.find_last_not_of(" \t\r") + 1);
-  return s;
-}
-
-// One CSV line's cells; a cell in double quotes may hold commas ("" is a quote).
-std::vector<std::string> csv_cells(const std::string& line, const std::string& source, const std::string& where) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
-      else if (ch == '"') quoted = false;
-      else out.back() += ch;
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      out.emplace_back();
-    } else {
-      out.back() += ch;
-    }
-  }
-  if (quoted) throw InputError(source, where, "unterminated quoted cell");
-  for (auto& c : out) c = trimmed(c);
-  return out;
-}
-
-}  // namespace
-
 std::vector<PowerRun> parse_power_table(const std::string& text, const std::string& source) {
+  const CsvTable csv = read_csv_table(text, source);
   std::vector<PowerRun> runs;
-  std::map<std::string, std::size_t> col;
-  std::stringstream ss(text);
-  int line_no = 0;
-  for (std::string line; std::getline(ss, line);) {
-    ++line_no;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const std::string where = "line " + std::to_string(line_no);
-    const std::vector<std::string> c = csv_cells(line, source, where);
-    if (col.empty()) {  // the header
-      for (std::size_t i = 0; i < c.size(); ++i) {
-        std::string name = c[i];
-        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        col[name] = i;
-      }
-      for (const char* need : {"model", "cluster", "plan", "trace", "watts"})
-        if (!col.count(need))
-          throw InputError(source, need, "missing column (the header needs model, cluster, plan, trace, watts; tok_s optional)");
-      continue;
-    }
-    auto at = [&](const char* name) -> std::string {
-      const auto it = col.find(name);
-      if (it == col.end()) return "";
-      if (it->second >= c.size()) throw InputError(source, where, "fewer cells than the header");
-      return c[it->second];
-    };
+  if (!csv.columns.empty())
+    for (const char* need : {"model", "cluster", "plan", "trace", "watts"})
+      if (!csv.has(need))
+        throw InputError(source, need, "missing column (the header needs model, cluster, plan, trace, watts; tok_s optional)");
+  for (const CsvTable::Row& row : csv.rows) {
+    const std::string where = "line " + std::to_string(row.line);
     PowerRun r;
-    r.line = line_no;
-    r.model = at("model");
-    r.cluster = at("cluster");
-    r.plan = at("plan");
-    r.trace = at("trace");
+    r.line = row.line;
+    r.model = csv.cell(row, "model");
+    r.cluster = csv.cell(row, "cluster");
+    r.plan = csv.cell(row, "plan");
+    r.trace = csv.cell(row, "trace");
     for (const auto* s : {&r.model, &r.cluster, &r.plan, &r.trace})
       if (s->empty()) throw InputError(source, where, "an empty model, cluster, plan or trace cell");
-    r.watts = parse_real_in(at("watts"), source, where + " watts", 1e-3, 1e7);
-    const std::string t = at("tok_s");
+    r.watts = parse_real_in(csv.cell(row, "watts"), source, where + " watts", 1e-3, 1e7);
+    const std::string t = csv.cell(row, "tok_s");
     if (!t.empty()) r.tok_s = parse_real_in(t, source, where + " tok_s", 1e-6, 1e12);
     runs.push_back(r);
   }

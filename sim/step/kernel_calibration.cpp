@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <map>
-#include <sstream>
 
+#include "common/csv_table.hpp"
 #include "common/golden_section.hpp"
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
@@ -18,16 +17,7 @@ namespace {
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  s.erase(0, s.find_first_not_of(" \t\""));
-  s.erase(s.find_last_not_of(" \t\r\"") + 1);
   return s;
-}
-
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  for (std::string c; std::getline(ss, c, ',');) out.push_back(c);
-  return out;
 }
 
 bool dtype_of(const std::string& s, Dtype& d) {
@@ -89,44 +79,34 @@ double gemm_model_time(const GpuSpec& gpu, Dtype d, double m, double n, double k
 KernelTable parse_kernel_table(const std::string& text, const std::string& source) {
   KernelTable t;
   t.source = source;
-  std::stringstream ss(text);
-  std::map<std::string, std::size_t> col;
-  std::vector<const char*> shape_cols;
-  int line_no = 0;
-  for (std::string line; std::getline(ss, line);) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
-    const std::vector<std::string> c = cells(line);
-    if (col.empty()) {  // the header: which kind, from its shape columns
-      for (std::size_t i = 0; i < c.size(); ++i) col[lower(c[i])] = i;
-      auto has = [&](std::initializer_list<const char*> names) {
-        for (const char* n : names)
-          if (!col.count(n)) return false;
-        return true;
-      };
-      if (has({"m", "n", "k"})) {
-        t.kind = KernelTableKind::Gemm;
-        shape_cols = {"m", "n", "k"};
-      } else if (has({"batch", "heads", "kv_heads", "head_dim", "isl"})) {
-        t.kind = KernelTableKind::ContextAttention;
-        shape_cols = {"batch", "heads", "kv_heads", "head_dim", "isl"};
-      } else if (has({"batch", "heads", "kvlen"})) {
-        t.kind = KernelTableKind::GenerationMla;
-        shape_cols = {"batch", "heads", "kvlen"};
-      } else {
-        throw InputError(source, col.count("m") || col.count("n") ? "k" : "m",
-                         "missing column (the header needs m, n, k for GEMMs; batch, heads, kv_heads, head_dim, isl for prompt "
-                         "attention; or batch, heads, kvlen for MLA decode; and latency in ms and dtype)");
-      }
-      if (!col.count("latency") && !col.count("latency_ms")) throw InputError(source, "latency", "missing column (milliseconds)");
-      if (!col.count("dtype") && !col.count("gemm_dtype")) throw InputError(source, "dtype", "missing column (bf16, fp8 or fp4)");
-      continue;
-    }
-    const std::string where = "line " + std::to_string(line_no);
-    auto at = [&](const std::string& name) -> std::string {
-      const auto it = col.count(name) ? col.find(name) : col.find(name == "latency" ? "latency_ms" : "gemm_dtype");
-      if (it->second >= c.size()) throw InputError(source, where, "fewer cells than the header");
-      return lower(c[it->second]);
+  const CsvTable csv = read_csv_table(text, source);
+  if (csv.columns.empty()) throw InputError(source, "", "no rows");
+  auto has = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names)
+      if (!csv.has(n)) return false;
+    return true;
+  };
+  std::vector<const char*> shape_cols;  // the header decides the kind
+  if (has({"m", "n", "k"})) {
+    t.kind = KernelTableKind::Gemm;
+    shape_cols = {"m", "n", "k"};
+  } else if (has({"batch", "heads", "kv_heads", "head_dim", "isl"})) {
+    t.kind = KernelTableKind::ContextAttention;
+    shape_cols = {"batch", "heads", "kv_heads", "head_dim", "isl"};
+  } else if (has({"batch", "heads", "kvlen"})) {
+    t.kind = KernelTableKind::GenerationMla;
+    shape_cols = {"batch", "heads", "kvlen"};
+  } else {
+    throw InputError(source, csv.has("m") || csv.has("n") ? "k" : "m",
+                     "missing column (the header needs m, n, k for GEMMs; batch, heads, kv_heads, head_dim, isl for prompt "
+                     "attention; or batch, heads, kvlen for MLA decode; and latency in ms and dtype)");
+  }
+  if (!csv.has("latency") && !csv.has("latency_ms")) throw InputError(source, "latency", "missing column (milliseconds)");
+  if (!csv.has("dtype") && !csv.has("gemm_dtype")) throw InputError(source, "dtype", "missing column (bf16, fp8 or fp4)");
+  for (const CsvTable::Row& row : csv.rows) {
+    const std::string where = "line " + std::to_string(row.line);
+    auto at = [&](const std::string& name) {
+      return lower(csv.cell(row, csv.has(name) ? name : name == "latency" ? "latency_ms" : "gemm_dtype"));
     };
     KernelTable::Row r;
     if (!dtype_of(at("dtype"), r.dtype)) throw InputError(source, where, "unknown dtype \"" + at("dtype") + "\" (bf16, fp8, fp4)");
