@@ -11,6 +11,7 @@
 
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
+#include <nlohmann/json.hpp>
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 
@@ -200,6 +201,171 @@ std::string to_yaml(const std::vector<Setting>& settings, const std::string& hea
   return out;
 }
 
+// A value as one shell word: bare when it is plain, else in single quotes.
+std::string shell_word(const std::string& v) {
+  if (!v.empty() && v.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/:=,+") == std::string::npos)
+    return v;
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The settings as the engine's command-line arguments (vLLM's and SGLang's YAML keys are their long
+// options; a `true` is a switch): what a Dynamo worker takes in place of the config file.
+std::vector<std::string> cli_args(const std::vector<Setting>& settings) {
+  std::vector<std::string> out;
+  for (const Setting& s : settings) {
+    out.push_back("--" + s.key);
+    if (s.value != "true") out.push_back(s.value);
+  }
+  return out;
+}
+
+// The settings as one JSON object, dotted keys nested (TensorRT-LLM's LLM API options as Dynamo's
+// --override-engine-args takes them): numbers and booleans typed, `null` null, flow mappings parsed.
+nlohmann::json settings_json(const std::vector<Setting>& settings) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Setting& s : settings) {
+    nlohmann::json* at = &out;
+    std::stringstream ss(s.key);
+    std::vector<std::string> parts;
+    for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) at = &(*at)[parts[i]];
+    nlohmann::json v;
+    if (s.value == "true" || s.value == "false") v = s.value == "true";
+    else if (s.value == "null") v = nullptr;
+    else if (!s.value.empty() && s.value.front() == '{') v = nlohmann::json::parse(s.value);
+    else if (decimal_text(s.value) && s.value.find_first_not_of("0123456789+-.eE") == std::string::npos) {
+      const double d = std::stod(s.value);
+      v = std::floor(d) == d && std::fabs(d) < 1e15 ? nlohmann::json(static_cast<long long>(d)) : nlohmann::json(d);
+    } else {
+      v = s.value;
+    }
+    (*at)[parts.back()] = v;
+  }
+  return out;
+}
+
+// One pool of an export: its plan, role ("" when colocated, "prefill", "decode"), config file and settings.
+struct ExportPool {
+  Plan plan;
+  std::string role, file;
+  std::vector<Setting> settings;
+};
+
+// Where one replica runs: its pool, first GPU, first node and node count, GPUs, port, and the
+// node-local GPU list (CUDA_VISIBLE_DEVICES).
+struct ReplicaPlace {
+  std::size_t pool;
+  int first, node, nodes, gpus, port;
+  std::string local;
+};
+
+// NVIDIA Dynamo in front of the plan (docs/export.md, "Dynamo"): dynamo.sh runs dynamo.frontend (the
+// OpenAI endpoint on :8000, routing round-robin or by KV overlap as the plan dispatches) and one
+// dynamo.<engine> worker per replica on the GPUs the plan gives it; dynamo-deploy.yaml is the same
+// graph as a Kubernetes DynamoGraphDeployment. vLLM and SGLang workers take the pool's settings as
+// their command-line arguments (the config's keys are their long options); TensorRT-LLM workers take
+// the config file (--extra-engine-args), or in the deployment the same settings as JSON
+// (--override-engine-args). Disaggregated pools become prefill and decode workers (NIXL transfers).
+void add_dynamo_files(LaunchExport& out, const std::vector<ExportPool>& pools, const std::vector<ReplicaPlace>& places,
+                      const Plan& plan, LaunchEngine engine, const std::string& origin, const std::string& model_path) {
+  const std::string eng = to_string(engine), module = "dynamo." + eng;
+  const std::string router = plan.engine.dispatch == Dispatch::PrefixAffinity ? "kv" : "round-robin";
+  // A worker's arguments after `python -m dynamo.<engine>`; `model` is "$MODEL" in the script.
+  auto worker_args = [&](const ExportPool& pool, const std::string& model, bool deploy) {
+    std::vector<std::string> a = engine == LaunchEngine::Vllm ? std::vector<std::string>{"--model", model}
+                                                              : std::vector<std::string>{"--model-path", model, "--served-model-name", model};
+    if (engine == LaunchEngine::Trtllm) {
+      a.push_back(deploy ? "--override-engine-args" : "--extra-engine-args");
+      a.push_back(deploy ? settings_json(pool.settings).dump() : pool.file);
+    } else {
+      for (const std::string& x : cli_args(pool.settings)) a.push_back(x);
+    }
+    if (!pool.role.empty() && engine != LaunchEngine::Sglang) {  // (SGLang's settings carry its disaggregation-mode)
+      a.push_back("--disaggregation-mode");
+      a.push_back(pool.role);
+    }
+    if (!pool.role.empty() && engine == LaunchEngine::Sglang) {
+      a.push_back("--disaggregation-transfer-backend");
+      a.push_back("nixl");
+    }
+    return a;
+  };
+
+  std::string sh = "#!/usr/bin/env bash\n" + origin +
+                   "# The plan behind NVIDIA Dynamo (docs/export.md): dynamo.frontend serves the OpenAI API on :8000 and routes\n"
+                   "# " + (router == "kv" ? std::string("by KV-cache overlap (the plan dispatches by prefix affinity)") : std::string("round-robin")) +
+                   "; one " + module + " worker per replica, on the GPUs shardsim placed it. Run each\n"
+                   "# worker line on its node; the workers find the frontend through Dynamo's discovery (etcd and NATS across\n"
+                   "# nodes, as your Dynamo version's docs say).\n"
+                   "set -euo pipefail\nMODEL=${MODEL:-" + model_path + "}\n\npython -m dynamo.frontend --http-port 8000 --router-mode " + router + " &\n";
+  int system_port = 8081, side_port = 20096, bootstrap_port = 12345, replica[2] = {0, 0};
+  for (const ReplicaPlace& pl : places) {
+    const ExportPool& pool = pools[pl.pool];
+    sh += "\n# " + (pool.role.empty() ? std::string("replica ") : pool.role + " replica ") + std::to_string(replica[pl.pool]++) + ": GPUs " +
+          std::to_string(pl.first) + "-" + std::to_string(pl.first + pl.gpus - 1) + " (node " + std::to_string(pl.node) +
+          (pl.nodes > 1 ? "-" + std::to_string(pl.node + pl.nodes - 1) : "") + ")\n";
+    std::string env = "CUDA_VISIBLE_DEVICES=" + pl.local + " DYN_SYSTEM_PORT=" + std::to_string(system_port++) + " ";
+    if (engine == LaunchEngine::Vllm && !pool.role.empty()) env += "VLLM_NIXL_SIDE_CHANNEL_PORT=" + std::to_string(side_port++) + " ";
+    std::string args;
+    for (const std::string& w : worker_args(pool, "$MODEL", false)) {
+      args += ' ';
+      args += w == "$MODEL" ? std::string("\"$MODEL\"") : shell_word(w);
+    }
+    if (engine == LaunchEngine::Sglang && pool.role == "prefill") {
+      args += " --disaggregation-bootstrap-port ";
+      args += std::to_string(bootstrap_port++);
+    }
+    if (engine == LaunchEngine::Sglang && pl.nodes > 1) {
+      for (int n = 0; n < pl.nodes; ++n)
+        sh += "# node " + std::to_string(pl.node + n) + "\n" + env + "python -m " + module + args + " --nnodes " + std::to_string(pl.nodes) +
+              " --node-rank " + std::to_string(n) + " --dist-init-addr ${NODE_" + std::to_string(pl.node) + ":-localhost}:5000 &\n";
+      continue;
+    }
+    if (engine == LaunchEngine::Trtllm && pl.nodes > 1) {  // (as launch.sh starts a multi-node TensorRT-LLM server)
+      sh += "mpirun -n " + std::to_string(pl.gpus) + " trtllm-llmapi-launch python -m " + module + args + " &\n";
+      continue;
+    }
+    if (pl.nodes > 1)
+      sh += "# spans " + std::to_string(pl.nodes) + " nodes: start it with vLLM's multi-node launch (Ray, or --data-parallel-address / --headless on the others)\n";
+    sh += env + "python -m " + module + args + " &\n";
+  }
+  sh += "wait\n";
+  out.files.push_back({"dynamo.sh", sh, true});
+
+  // The deployment: a frontend service and one worker service per pool (its replicas, GPUs per node, nodes).
+  const std::string image = std::string("nvcr.io/nvidia/ai-dynamo/") + (engine == LaunchEngine::Trtllm ? "tensorrtllm" : eng) +
+                            "-runtime:${DYNAMO_VERSION}";
+  auto q = [](const std::string& v) { return nlohmann::json(v).dump(); };
+  std::string y = origin + "# kubectl apply -f dynamo-deploy.yaml (Dynamo's Kubernetes operator; set DYNAMO_VERSION, e.g. with envsubst,\n"
+                           "# and give the pods your Hugging Face token secret as Dynamo's examples do)\n"
+                           "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata:\n  name: shardsim-" + eng +
+                  "\nspec:\n  services:\n    Frontend:\n      componentType: frontend\n      replicas: 1\n      extraPodSpec:\n"
+                  "        mainContainer:\n          image: " + q(image) + "\n          command: [\"python3\", \"-m\", \"dynamo.frontend\"]\n"
+                  "          args: [\"--router-mode\", " + q(router) + "]\n";
+  for (std::size_t k = 0; k < pools.size(); ++k) {
+    const ExportPool& pool = pools[k];
+    int replicas = 0, per_node = 0, nodes = 1;
+    for (const ReplicaPlace& pl : places)
+      if (pl.pool == k) {
+        ++replicas;
+        per_node = static_cast<int>(std::count(pl.local.begin(), pl.local.end(), ',')) + 1;
+        nodes = pl.nodes;
+      }
+    const std::string name = std::string(engine == LaunchEngine::Trtllm ? "Trtllm" : engine == LaunchEngine::Vllm ? "Vllm" : "Sglang") +
+                             (pool.role == "prefill" ? "Prefill" : pool.role == "decode" ? "Decode" : "") + "Worker";
+    y += "    " + name + ":\n      componentType: worker\n";
+    if (!pool.role.empty()) y += "      subComponentType: " + pool.role + "\n";
+    y += "      replicas: " + std::to_string(replicas) + "\n";
+    if (nodes > 1) y += "      multinode:\n        nodeCount: " + std::to_string(nodes) + "\n";
+    y += "      resources:\n        limits:\n          gpu: \"" + std::to_string(per_node) + "\"\n      extraPodSpec:\n        mainContainer:\n"
+         "          image: " + q(image) + "\n          command: [\"python3\", \"-m\", " + q(module) + "]\n          args:\n";
+    for (const std::string& w : worker_args(pool, model_path, true)) y += "            - " + q(w) + "\n";
+  }
+  out.files.push_back({"dynamo-deploy.yaml", y, false});
+}
+
 // The YAML subset to_yaml writes (mappings nested by two-space indents, scalars, flow mappings as
 // text, '#' comments) as dotted keys. Throws InputError(source, line, reason).
 std::vector<Setting> from_yaml(const std::string& text, const std::string& source) {
@@ -274,21 +440,17 @@ std::string hf_model_id(const std::string& preset) {
 }
 
 LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Cluster& cluster, LaunchEngine engine,
-                           const std::string& model_path, const LaunchLoad& load) {
+                           const std::string& model_path, const LaunchLoad& load, bool dynamo) {
   LaunchExport out;
   const std::string eng = to_string(engine);
   const bool disagg = plan.disaggregated();
-  struct Pool {
-    Plan plan;
-    std::string role, file;
-  };
-  std::vector<Pool> pools;
+  std::vector<ExportPool> pools;
   const std::string ext = ".yaml";
   if (disagg) {
-    pools.push_back({plan.prefill(), "prefill", eng + "-prefill" + ext});
-    pools.push_back({plan.decode(), "decode", eng + "-decode" + ext});
+    pools.push_back({plan.prefill(), "prefill", eng + "-prefill" + ext, {}});
+    pools.push_back({plan.decode(), "decode", eng + "-decode" + ext, {}});
   } else {
-    pools.push_back({plan, "", eng + ext});
+    pools.push_back({plan, "", eng + ext, {}});
   }
   const std::string origin = "# shardsim export: " + model.name + " on " + cluster.name() + ", plan " +
                              plan_to_string(plan, model) + "\n";
@@ -298,9 +460,11 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
                        "set -euo pipefail\nMODEL=${MODEL:-" + model_path + "}\n";
   int port = 30000;
   std::vector<std::string> urls[2];
+  std::vector<ReplicaPlace> places;
   for (std::size_t k = 0; k < pools.size(); ++k) {
-    const Pool& pool = pools[k];
-    const std::vector<Setting> set = settings_of(pool.plan, model, engine, pool.role, out.not_expressed);
+    ExportPool& pool = pools[k];
+    pool.settings = settings_of(pool.plan, model, engine, pool.role, out.not_expressed);
+    const std::vector<Setting>& set = pool.settings;
     std::string header = origin + (pool.role.empty() ? "" : "# the " + pool.role + " pool\n");
     if (engine == LaunchEngine::Vllm) header += "# vllm serve \"$MODEL\" --config " + pool.file + "\n";
     if (engine == LaunchEngine::Sglang) header += "# python -m sglang.launch_server --model-path \"$MODEL\" --config " + pool.file + "\n";
@@ -313,6 +477,7 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
       const int node = first / gpn, nodes = (replica_gpus + gpn - 1) / gpn;
       std::string gpus;
       for (int g = first; g < first + std::min(replica_gpus, gpn); ++g) gpus += (g == first ? "" : ",") + std::to_string(g % gpn);
+      places.push_back({k, first, node, nodes, replica_gpus, port, gpus});
       launch += "\n# " + (pool.role.empty() ? std::string("replica ") : pool.role + " replica ") + std::to_string(r) + ": GPUs " +
                 std::to_string(first) + "-" + std::to_string(first + replica_gpus - 1) + " (node " + std::to_string(node) +
                 (nodes > 1 ? "-" + std::to_string(node + nodes - 1) : "") + ")\n";
@@ -350,6 +515,23 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
     }
     launch += " &\n";
     front = "http://localhost:8000";
+  } else if (engine == LaunchEngine::Trtllm && disagg) {
+    // TensorRT-LLM's own front for a disaggregated plan: trtllm-serve disaggregated pairs a context
+    // server with a generation server per request (examples/disaggregated/disagg_config.yaml).
+    std::string cfg = origin + "# trtllm-serve disaggregated -c trtllm-disagg.yaml: the front that pairs the context (prefill) and\n"
+                               "# generation (decode) servers; nodeN stands for node N's address (node 0: localhost)\n"
+                               "hostname: localhost\nport: 8000\nbackend: pytorch\n";
+    for (std::size_t k = 0; k < 2; ++k) {
+      cfg += k == 0 ? "context_servers:\n" : "generation_servers:\n";
+      cfg += "  num_instances: " + std::to_string(urls[k].size()) + "\n  urls:\n";
+      for (const ReplicaPlace& pl : places)
+        if (pl.pool == k)
+          cfg += "    - \"" + (pl.node == 0 ? std::string("localhost") : "node" + std::to_string(pl.node)) + ":" + std::to_string(pl.port) + "\"\n";
+    }
+    out.files.push_back({"trtllm-disagg.yaml", cfg, false});
+    launch += "\n# the disaggregated front (TensorRT-LLM's own): edit nodeN in trtllm-disagg.yaml to the nodes' addresses\n"
+              "trtllm-serve disaggregated -c trtllm-disagg.yaml &\n";
+    front = "http://localhost:8000";
   } else if (disagg || urls[0].size() > 1) {
     launch += "\n# put a load balancer over the servers above (round robin";
     launch += disagg ? std::string("; disaggregated: the engine's own proxy, e.g. Dynamo or vLLM's disagg proxy, pairs prefill and decode") : "";
@@ -357,6 +539,10 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
   }
   launch += "wait\n";
   out.files.push_back({"launch.sh", launch, true});
+  if (dynamo) {
+    add_dynamo_files(out, pools, places, plan, engine, origin, model_path);
+    front = "http://localhost:8000";
+  }
 
   // The benchmark client at the simulated load.
   std::string bench = "#!/usr/bin/env bash\n" + origin +

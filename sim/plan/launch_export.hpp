@@ -8,7 +8,9 @@
 //           YAML's keys the CLI's long options
 //   trtllm  trtllm.yaml — `trtllm-serve MODEL --extra_llm_api_options trtllm.yaml`, LLM API keys
 // plus launch.sh (one server per replica: its node(s), GPUs and port; a disaggregated plan's two
-// pools with the engine's prefill/decode roles), bench.sh (the engine's own benchmark client at
+// pools with the engine's prefill/decode roles, TensorRT-LLM's behind trtllm-disagg.yaml, its
+// `trtllm-serve disaggregated` front), with `dynamo` dynamo.sh and dynamo-deploy.yaml (the replicas
+// as NVIDIA Dynamo workers behind its frontend: processes, and a DynamoGraphDeployment), bench.sh (the engine's own benchmark client at
 // the simulated load) and NOTES.md: what the plan sets that the engine has no flag for
 // (per-operator sharding other than Megatron's, the rank mapping, expert-TP beside EP, the host
 // costs the simulator charges), so the engine runs its own choice there.
@@ -55,7 +57,7 @@ struct LaunchExport {
 // `model_path`: the Hugging Face id or local path the engine loads (the model presets know theirs:
 // hf_model_id). The plan must pass check_plan on the cluster (the caller checks).
 LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Cluster& cluster, LaunchEngine engine,
-                           const std::string& model_path, const LaunchLoad& load);
+                           const std::string& model_path, const LaunchLoad& load, bool dynamo = false);
 
 // A config file of `engine` (text as read from `source`) as a plan on `cluster` (dp: the GPUs left
 // by one replica, as the compact string resolves it). Keys it does not know are listed in `ignored`

@@ -32,6 +32,7 @@ struct ExportOptions {
   long requests = 1000;
   double rate = 0;
   int concurrency = 0;
+  bool dynamo = false;
 };
 
 struct ImportOptions {
@@ -40,7 +41,7 @@ struct ImportOptions {
 
 const std::vector<std::string>& export_members() {
   static const std::vector<std::string> m = [] {
-    std::vector<std::string> v = {"launch.sh", "bench.sh", "NOTES.md"};
+    std::vector<std::string> v = {"launch.sh", "bench.sh", "NOTES.md", "trtllm-disagg.yaml", "dynamo.sh", "dynamo-deploy.yaml"};
     for (const char* e : {"vllm", "sglang", "trtllm"})
       for (const char* s : {"", "-prefill", "-decode"}) v.push_back(std::string(e) + s + ".yaml");
     return v;
@@ -74,7 +75,7 @@ void run_export(const ExportOptions& o) {
     load.prompt_tokens = static_cast<int>(std::lround(static_cast<double>(st.prompt_tokens_total) / static_cast<double>(st.count)));
     load.output_tokens = static_cast<int>(std::lround(static_cast<double>(st.output_tokens_total) / static_cast<double>(st.count)));
   }
-  const LaunchExport ex = export_launch(plan, model, cluster, engine, path, load);
+  const LaunchExport ex = export_launch(plan, model, cluster, engine, path, load, o.dynamo);
   prepare_study_dir(o.out, false);
   OutputStaging staging(o.out, export_members());
   for (const LaunchFile& f : ex.files) {
@@ -135,6 +136,9 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--requests", o->requests, "requests the benchmark sends")->capture_default_str();
   cmd->add_option("--rate", o->rate, "Poisson req/s for the benchmark (default: all at once)");
   cmd->add_option("--concurrency", o->concurrency, "closed-loop clients for the benchmark");
+  cmd->add_flag("--dynamo", o->dynamo,
+                "also write dynamo.sh and dynamo-deploy.yaml: the replicas as NVIDIA Dynamo workers behind its frontend (processes, and a "
+                "Kubernetes DynamoGraphDeployment); bench.sh then talks to the Dynamo frontend");
   cmd->callback([o] { run_export(*o); });
 
   auto i = std::make_shared<ImportOptions>();

@@ -116,6 +116,69 @@ TEST_CASE("export: a disaggregated plan gets a config per pool, the engine's rol
   }
 }
 
+namespace {
+// How many times `what` occurs in `text`.
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("export: TensorRT-LLM's disaggregated front lists every context and generation server") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  const Cluster c = load_cluster("dgx-h100:2");
+  const Plan p = load_plan("prefill:tp=2,dp=4,engine=trtllm/decode:tp=4,dp=2,engine=trtllm", m, c);
+  REQUIRE(check_plan(p, m, c).feasible());
+  const LaunchExport ex = export_launch(p, m, c, LaunchEngine::Trtllm, "some/model", LaunchLoad{});
+  const std::string& cfg = file(ex, "trtllm-disagg.yaml").text;
+  const std::size_t ctx = cfg.find("context_servers:"), gen = cfg.find("generation_servers:");
+  REQUIRE(ctx != std::string::npos);
+  REQUIRE(gen != std::string::npos);
+  CHECK(cfg.find("num_instances: 4") != std::string::npos);
+  CHECK(cfg.find("num_instances: 2") != std::string::npos);
+  CHECK(count_of(cfg.substr(ctx, gen - ctx), "    - \"localhost:") == 4);  // the prefill pool fills node 0
+  CHECK(count_of(cfg.substr(gen), "    - \"node1:") == 2);                // the decode pool node 1
+  CHECK(file(ex, "launch.sh").text.find("trtllm-serve disaggregated -c trtllm-disagg.yaml") != std::string::npos);
+  for (const auto& f : ex.files) CHECK(f.name.find("dynamo") == std::string::npos);  // only on request
+}
+
+TEST_CASE("export --dynamo: one Dynamo worker per replica, with the pool's settings and role, behind the frontend") {
+  const ModelSpec m = load_model("mixtral-8x7b");
+  const Cluster c = load_cluster("dgx-h100:2");
+  const Plan p = load_plan("prefill:tp=2,dp=4,engine=vllm/decode:tp=4,dp=2,engine=vllm,max_seqs=96", m, c);
+  REQUIRE(check_plan(p, m, c).feasible());
+  for (LaunchEngine e : {LaunchEngine::Vllm, LaunchEngine::Sglang, LaunchEngine::Trtllm}) {
+    CAPTURE(to_string(e));
+    const LaunchExport ex = export_launch(p, m, c, e, "some/model", LaunchLoad{}, true);
+    const std::string& sh = file(ex, "dynamo.sh").text;
+    const std::string module = std::string("python -m dynamo.") + to_string(e) + " ";
+    CHECK(count_of(sh, "python -m dynamo.frontend --http-port 8000") == 1);
+    CHECK(count_of(sh, module) == 6);
+    CHECK(count_of(sh, "--disaggregation-mode prefill") == 4);
+    CHECK(count_of(sh, "--disaggregation-mode decode") == 2);
+    if (e == LaunchEngine::Vllm) {
+      CHECK(count_of(sh, "--max-num-seqs 96") == 2);  // the decode pool's own limit, on its two workers only
+      CHECK(count_of(sh, "--kv-transfer-config '{") == 6);
+    }
+    if (e == LaunchEngine::Sglang) CHECK(count_of(sh, "--max-running-requests 96") == 2);
+    if (e == LaunchEngine::Trtllm) CHECK(count_of(sh, "--extra-engine-args trtllm-decode.yaml") == 2);
+    const std::string& dgd = file(ex, "dynamo-deploy.yaml").text;
+    CHECK(dgd.find("kind: DynamoGraphDeployment") != std::string::npos);
+    CHECK(count_of(dgd, "subComponentType: prefill\n      replicas: 4\n") == 1);
+    CHECK(count_of(dgd, "subComponentType: decode\n      replicas: 2\n") == 1);
+    CHECK(count_of(dgd, "gpu: \"2\"") == 1);
+    CHECK(count_of(dgd, "gpu: \"4\"") == 1);
+    CHECK(file(ex, "bench.sh").text.find("FRONT=${FRONT:-http://localhost:8000}") != std::string::npos);
+  }
+  // A plan that dispatches by prefix affinity gets Dynamo's KV-aware router.
+  const Plan affinity = load_plan("tp=2,dp=8,engine=vllm,dispatch=prefix", m, c);
+  REQUIRE(check_plan(affinity, m, c).feasible());
+  const LaunchExport ex = export_launch(affinity, m, c, LaunchEngine::Vllm, "some/model", LaunchLoad{}, true);
+  CHECK(file(ex, "dynamo.sh").text.find("--router-mode kv") != std::string::npos);
+  CHECK(file(ex, "dynamo.sh").text.find("--disaggregation-mode") == std::string::npos);
+}
+
 TEST_CASE("import: a config with a bad value is refused naming the file and the key") {
   const ModelSpec m = load_model("mixtral-8x7b");
   const Cluster c = load_cluster("dgx-h100:1");
