@@ -106,6 +106,21 @@ struct FabricInfo {
   CollectiveEfficiency efficiency;          // carried for sim/, not used by the graph
 };
 
+// One constant `shardsim calibrate` fitted into a cluster file, with what set it: the measurement
+// files (as their paths were given), how many of their rows (nccl-tests sizes at or above
+// `min_bytes`; kernel table rows; power runs) and the fit's RMS of log(model / measured) before and
+// after. `validate --hw FILE` prices those files' rows as calibration rows and any other file's as
+// check rows (docs/validation.md, "Your own hardware").
+struct CalibrationRecord {
+  std::string constant;              // "collective_efficiency.network", "gpu.kernels.gemm_bf16", "gpu.power", …
+  std::string kind;                  // the files' kind: "nccl-tests", "kernels" or "power"
+  double value = 0;                  // the fitted value (power: active_w)
+  std::vector<std::string> sources;  // the files
+  int rows = 0;
+  double min_bytes = 0;              // nccl-tests: the smallest size fitted (0: every row)
+  double rms_log_before = 0, rms_log_after = 0;
+};
+
 class Cluster {
  public:
   // Builds from a graph and its structure; validates (connected, every GPU has a route to every
@@ -135,6 +150,9 @@ class Cluster {
   std::string gpus_text() const;
   const FabricInfo& fabric() const { return fabric_; }
   const CollectiveEfficiency& collective_efficiency() const { return fabric_.efficiency; }
+  // The constants calibrate fitted into this cluster's file (empty for shorthands and plain files).
+  const std::vector<CalibrationRecord>& calibration() const { return calibration_; }
+  void set_calibration(std::vector<CalibrationRecord> records) { calibration_ = std::move(records); }
   const ClusterGraph& graph() const { return graph_; }
   int num_vertices() const { return static_cast<int>(boost::num_vertices(graph_)); }
   int count(VertexKind k) const;           // vertices of kind k
@@ -188,6 +206,7 @@ class Cluster {
   std::vector<LinkInfo> links_;
   std::vector<int> leaf_;          // per GPU: leaf ordinal or -1
   int num_leaves_ = 0;
+  std::vector<CalibrationRecord> calibration_;
   void validate();
   double network_injection(int gpu) const;  // what injection_bw() returns, from the graph
   Route route_with(int src_gpu, int dst_gpu, bool near_ok) const;

@@ -197,6 +197,34 @@ CollectiveEfficiency read_efficiency(JsonObject& top) {
   return e;
 }
 
+// "calibration": the constants calibrate fitted (CalibrationRecord), each with its sources.
+std::vector<CalibrationRecord> read_calibration(JsonObject& top) {
+  std::vector<CalibrationRecord> out;
+  if (!top.has("calibration")) return out;
+  const json& list = top.raw("calibration");
+  if (!list.is_array()) top.fail("calibration", "expected an array of calibration records");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonObject o(list[i], top.source(), top.pointer("calibration") + "/" + std::to_string(i));
+    CalibrationRecord r;
+    r.constant = o.name("constant");
+    r.kind = o.choice("kind", {"nccl-tests", "kernels", "power"});
+    r.value = o.number("value", -1e300, 1e300);
+    const json& src = o.raw("sources");
+    if (!src.is_array() || src.empty()) o.fail("sources", "expected a non-empty array of file paths");
+    for (const json& f : src) {
+      if (!f.is_string() || f.get<std::string>().empty()) o.fail("sources", "expected file paths (strings)");
+      r.sources.push_back(f.get<std::string>());
+    }
+    r.rows = static_cast<int>(o.integer_or("rows", 0, 0, 1 << 30));
+    r.min_bytes = o.number_or("min_bytes", 0, 0, 1e18);
+    r.rms_log_before = o.number_or("rms_log_before", 0, 0, 1e6);
+    r.rms_log_after = o.number_or("rms_log_after", 0, 0, 1e6);
+    o.finish();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 const json& read_array(JsonObject& o, std::string_view key) {
   const json& a = o.raw(key);
   if (!a.is_array()) o.fail(key, "expected an array");
@@ -481,6 +509,7 @@ Cluster cluster_from_json(const json& doc, const std::string& source, const std:
   const int gpn = to_int(top.integer("gpus_per_node", 1, kMaxClusterGpus));
   const Latencies lat = read_latencies(top);
   CollectiveEfficiency eff = read_efficiency(top);
+  std::vector<CalibrationRecord> calibration = read_calibration(top);
   JsonObject fab = top.object("fabric");
   const std::string kind = fab.choice("kind", {"fat-tree", "nvlink-domain", "torus", "dragonfly", "links"});
   SpecContext ctx{source, json_field};
@@ -557,7 +586,9 @@ Cluster cluster_from_json(const json& doc, const std::string& source, const std:
                                 std::to_string(n_gpus / static_cast<std::size_t>(gpn)));
     if (kind != "links") give_nodes_their_nvlink(out.graph, gpn, node_gpus);
   }
-  return Cluster(name, source, gpu, gpn, std::move(out.info), std::move(out.graph), std::move(node_gpus));
+  Cluster cluster(name, source, gpu, gpn, std::move(out.info), std::move(out.graph), std::move(node_gpus));
+  cluster.set_calibration(std::move(calibration));
+  return cluster;
 }
 
 Cluster load_cluster_file(const std::string& path) {
@@ -605,6 +636,17 @@ json cluster_to_json(const Cluster& c, ClusterJsonStyle style) {
   j["gpus_per_node"] = c.gpus_per_node();
   j["latencies"] = {{"nvlink", f.latencies.nvlink}, {"nic", f.latencies.nic}, {"switch", f.latencies.switch_link}};
   j["collective_efficiency"] = {{"nvlink", f.efficiency.nvlink}, {"network", f.efficiency.network}};
+  if (!c.calibration().empty()) {
+    json records = json::array();
+    for (const CalibrationRecord& r : c.calibration()) {
+      json o = {{"constant", r.constant}, {"kind", r.kind}, {"value", r.value}, {"sources", r.sources}, {"rows", r.rows}};
+      if (r.min_bytes > 0) o["min_bytes"] = r.min_bytes;
+      o["rms_log_before"] = r.rms_log_before;
+      o["rms_log_after"] = r.rms_log_after;
+      records.push_back(std::move(o));
+    }
+    j["calibration"] = std::move(records);
+  }
   json fab = json::object();
   const bool links = style == ClusterJsonStyle::Links || f.kind == "links" ||
                      (f.kind != "fat-tree" && f.kind != "nvlink-domain" && f.kind != "torus" && f.kind != "dragonfly");

@@ -4,6 +4,7 @@
 // The fit and the format: sim/step/collective_calibration.hpp, docs/communication.md. Bad input
 // (an unreadable row, runs that do not fit the cluster) exits 2 before anything is written.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "common/input_error.hpp"
 #include "common/json_reader.hpp"
 #include "common/output_file.hpp"
+#include "sim/serving/hardware_rows.hpp"
 #include "sim/serving/power_calibration.hpp"
 #include "sim/step/collective_calibration.hpp"
 #include "sim/step/kernel_calibration.hpp"
@@ -28,8 +30,34 @@ struct CalibrateOptions {
   double min_bytes = 1 << 20;
 };
 
+// A measurement file as a record names it: relative to the folder of the cluster file written
+// (`out`), so the pair can move together (`validate --hw` resolves it the same way).
+std::string as_source(const std::string& file, const std::string& out) {
+  std::error_code ec;
+  const auto from = std::filesystem::absolute(std::filesystem::path(out), ec).parent_path();
+  const auto to = std::filesystem::absolute(file, ec);
+  if (ec) return file;
+  const auto rel = to.lexically_normal().lexically_relative(from.lexically_normal());
+  return rel.empty() ? file : rel.string();
+}
+std::vector<std::string> as_sources(const std::vector<std::string>& files, const std::string& out) {
+  std::vector<std::string> v;
+  for (const auto& f : files) v.push_back(as_source(f, out));
+  return v;
+}
+
+// The cluster's calibration records with `r` in place of any record of the same constant.
+void record(std::vector<CalibrationRecord>& records, CalibrationRecord r) {
+  for (auto& x : records)
+    if (x.constant == r.constant) {
+      x = std::move(r);
+      return;
+    }
+  records.push_back(std::move(r));
+}
+
 // --kernels: the GPU's kernel fractions (GEMM, prompt attention, MLA decode); returns the fitted spec.
-GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string& note) {
+GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string& note, std::vector<CalibrationRecord>& records) {
   if (base.mixed()) throw InputError("--cluster", o.cluster, "a mixed cluster: calibrate the kernels of one GPU type on a cluster of that type");
   GpuSpec gpu = base.gpu();
   for (const auto& f : o.kernels) {
@@ -42,13 +70,15 @@ GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string&
       std::snprintf(line, sizeof line, "%s%s max_eff %.3f hbm_eff %.3f (%d rows of %s, RMS log %.3f)", note.empty() ? "" : "; ",
                     kernel_curve_name(fit.curve), fit.max_eff, fit.hbm_eff, fit.rows, f.c_str(), fit.rms_log_after);
       note += line;
+      record(records, {std::string("gpu.kernels.") + kernel_curve_name(fit.curve), "kernels", fit.max_eff, {as_source(f, o.out)}, fit.rows, 0,
+                       fit.rms_log_before, fit.rms_log_after});
     }
   }
   return gpu;
 }
 
 // --power: the GPU's power model fitted to measured serving runs (updates `gpu.power`).
-void fit_power(const CalibrateOptions& o, const Cluster& base, GpuSpec& gpu, std::string& note) {
+void fit_power(const CalibrateOptions& o, const Cluster& base, GpuSpec& gpu, std::string& note, std::vector<CalibrationRecord>& records) {
   if (base.mixed()) throw InputError("--cluster", o.cluster, "a mixed cluster: calibrate the power of one GPU type on a cluster of that type");
   if (!gpu.power.modelled())
     throw InputError("--cluster", o.cluster, "GPU " + gpu.name + " has no power model to start from: give its spec a \"power\" "
@@ -87,6 +117,8 @@ void fit_power(const CalibrateOptions& o, const Cluster& base, GpuSpec& gpu, std
                 gpu.power.idle_w, gpu.power.tdp_w);
   gpu.power.source = line;
   note += (note.empty() ? "" : "; ") + std::string(line);
+  record(records, {"gpu.power", "power", fit.after.active_w, as_sources(o.power, o.out), static_cast<int>(fit.rows.size()), 0, fit.rms_before,
+                   fit.rms_after});
 }
 
 void run_calibrate(const CalibrateOptions& o) {
@@ -96,11 +128,16 @@ void run_calibrate(const CalibrateOptions& o) {
   if (!o.out.empty()) check_output_path(o.out);
   const Cluster base = load_cluster(o.cluster);
   std::string kernel_note;
-  GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note);
-  if (!o.power.empty()) fit_power(o, base, gpu, kernel_note);
+  std::vector<CalibrationRecord> records = base.calibration();  // kept, their sources re-based on the file written
+  for (CalibrationRecord& r : records)
+    for (std::string& s : r.sources) s = as_source(calibration_source_path(base, s), o.out);
+  GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note, records);
+  if (!o.power.empty()) fit_power(o, base, gpu, kernel_note, records);
+  Cluster calibrated = base;  // (its records; the fitted values are written into its JSON below)
   if (o.nccl_tests.empty()) {
     if (o.out.empty()) return;
-    json j = cluster_to_json(base);
+    calibrated.set_calibration(records);
+    json j = cluster_to_json(calibrated);
     j["gpu"] = gpu_spec_to_json(gpu);
     j["comment"] = "GPU fitted by `shardsim calibrate`: " + kernel_note;
     write_file_atomically(o.out, json_text(j, 2) + "\n");
@@ -124,7 +161,10 @@ void run_calibrate(const CalibrateOptions& o) {
   std::printf("\n%s: %.4f → %.4f; RMS of log(model / measured) %.3f → %.3f (a calibration: these points set it)\n", key, fit.before,
               fit.after, fit.rms_log_before, fit.rms_log_after);
   if (o.out.empty()) return;
-  json j = cluster_to_json(base);
+  record(records, {std::string("collective_efficiency.") + key, "nccl-tests", fit.after, as_sources(o.nccl_tests, o.out), fit.points, o.min_bytes,
+                   fit.rms_log_before, fit.rms_log_after});
+  calibrated.set_calibration(records);
+  json j = cluster_to_json(calibrated);
   j["collective_efficiency"][key] = fit.after;
   if (!o.kernels.empty() || !o.power.empty()) j["gpu"] = gpu_spec_to_json(gpu);
   std::string sources;

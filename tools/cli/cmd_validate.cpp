@@ -18,6 +18,7 @@
 #include "sim/serving/measured_run.hpp"
 #include "sim/serving/validation.hpp"
 #include "common/embedded.hpp"
+#include "sim/serving/hardware_rows.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
@@ -41,6 +42,9 @@ struct Options : ScoringResources {
   // --run: a user's measured run (sim/serving/measured_run.hpp) with the plan it ran
   std::string run, model = "mixtral-8x7b", cluster = "dgx-h100:1", plan = "megatron";
   std::uint64_t seed = 1;
+  // --hw: a calibrated cluster file and the user's measurement files
+  std::string hw;
+  std::vector<std::string> nccl_tests, kernels, power;
 };
 
 std::string fmt(double x) {
@@ -167,7 +171,46 @@ void run_measured(const Options& opt) {
                           json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
 }
 
+// `validate --hw FILE`: the user's own measurements priced on their calibrated cluster, split as
+// validate splits its own rows (sim/serving/hardware_rows.hpp).
+void run_hardware(const Options& opt) {
+  if (opt.fidelity != "analytic") throw InputError("--fidelity", opt.fidelity, "--hw prices at the analytic tier");
+  for (const std::string& path : {opt.markdown, opt.json_out})
+    if (!path.empty()) check_output_path(path);
+  const Cluster cluster = load_cluster(opt.hw);
+  std::vector<std::string> notes;
+  const std::vector<ValidationRow> rows = hardware_rows(cluster, {opt.nccl_tests, opt.kernels, opt.power}, notes);
+  if (rows.empty())
+    throw InputError("--hw", opt.hw, "no rows: the file records no calibration whose sources are here, and no --nccl-tests, --kernels or --power file was given");
+  std::printf("your hardware: %s (%s; %zu calibrated constant(s))\n\n", opt.hw.c_str(), cluster.gpus_text().c_str(), cluster.calibration().size());
+  std::printf("%-78s %-5s %12s %12s %8s  target\n", "case", "role", "measured", "analytic", "error");
+  int calib = 0, outside = 0;
+  for (const auto& r : rows) {
+    calib += r.role == RowRole::Calibration;
+    if (r.role == RowRole::Check && !r.within()) ++outside;
+    std::printf("%-78s %-5s %9s %-3s %9s %-3s %+7.1f%%%s  ±%.0f%%\n", r.name.c_str(), r.role == RowRole::Calibration ? "calib" : "check",
+                fmt(r.published).c_str(), r.unit.c_str(), fmt(r.simulated).c_str(), r.unit.c_str(), 100 * r.error(), r.within() ? " " : "!",
+                100 * r.tolerance);
+  }
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+  std::printf("\n%d calibration row(s) (their files set the constants: not evidence), %zu check row(s), %d of them outside their "
+              "target ('!'); docs/validation.md, \"Your own hardware\"\n",
+              calib, rows.size() - static_cast<std::size_t>(calib), outside);
+  const std::vector<std::string> tiers = {"analytic"};
+  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
+  if (!opt.json_out.empty())
+    write_file_atomically(opt.json_out,
+                          json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
+}
+
 void run(const Options& opt) {
+  if (!opt.hw.empty() && !opt.run.empty()) throw InputError("--hw", opt.hw, "give --hw or --run, not both");
+  if (opt.hw.empty() && !(opt.nccl_tests.empty() && opt.kernels.empty() && opt.power.empty()))
+    throw InputError("--nccl-tests", "", "--nccl-tests, --kernels and --power are measurements of your hardware: give them with --hw FILE");
+  if (!opt.hw.empty()) {
+    run_hardware(opt);
+    return;
+  }
   if (!opt.run.empty()) {
     run_measured(opt);
     return;
@@ -274,7 +317,8 @@ void add_validate_command(CLI::App& app) {
       "Examples:\n"
       "  shardsim validate\n"
       "  shardsim validate --fidelity both --markdown table.md --json table.json --strict\n"
-      "  shardsim validate --run result.json --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4,engine=vllm");
+      "  shardsim validate --run result.json --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4,engine=vllm\n"
+      "  shardsim validate --hw my-cluster.json --nccl-tests all_reduce_16.txt");
   cmd->add_option("--fidelity", opt->fidelity, "analytic | simgrid | both (one column each)")->capture_default_str();
   cmd->add_option("--markdown", opt->markdown, "also write the tables as Markdown to this file");
   cmd->add_option("--json", opt->json_out, "also write the rows (schema shardsim.validation/1) to this file");
@@ -294,6 +338,13 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--cluster,-c", opt->cluster, "with --run: the cluster it ran on")->capture_default_str();
   cmd->add_option("--plan,-p", opt->plan, "with --run: the plan it ran (e.g. `shardsim import` of its config)")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "with --run: the Poisson arrivals' and routing's seed")->capture_default_str();
+  cmd->add_option("--hw", opt->hw,
+                  "instead of the built-in rows: your hardware — a cluster file `shardsim calibrate` wrote — with your measurements "
+                  "priced on it: the files that set its constants as calibration rows, --nccl-tests / --kernels / --power files "
+                  "as check rows (docs/validation.md, \"Your own hardware\")");
+  cmd->add_option("--nccl-tests", opt->nccl_tests, "with --hw: nccl-tests output to check (repeat for several)");
+  cmd->add_option("--kernels", opt->kernels, "with --hw: kernel timing tables to check, as calibrate reads them (repeat)");
+  cmd->add_option("--power", opt->power, "with --hw: measured power runs to check, as calibrate reads them (repeat)");
   cmd->add_flag("--strict", opt->strict, "exit 1 when a row misses its target without a stated cause (the rule tests/sim/serving/validation_test.cpp asserts)");
   cmd->callback([opt] { run(*opt); });
 }
