@@ -7,7 +7,8 @@
 // has them, else the client's fixed random lengths; the Poisson rate or `inf`; the concurrency
 // limit) and what it measured (output tok/s over the run, TTFT and TPOT median / p99 / mean in
 // ms). `shardsim validate --run FILE` serves that load with the user's plan and reports each metric
-// as a check row: nothing is fitted to it (issue 45: a fitted run would be a calibration row).
+// as a check row: nothing is fitted to it unless asked (`--fit`, sim/serving/host_cost_fit.hpp:
+// then its rows are calibration rows).
 // Targets are issue 42's: throughput ±10%, p50 and mean ±15%, p99 ±25%.
 // Units: seconds, tokens, ms as in the files. Thread-safety: pure functions.
 #pragma once

@@ -19,6 +19,7 @@
 #include "sim/serving/validation.hpp"
 #include "common/embedded.hpp"
 #include "sim/serving/hardware_rows.hpp"
+#include "sim/serving/host_cost_fit.hpp"
 #include "sim/plan/plan.hpp"
 #include "sim/plan/plan_check.hpp"
 #include "topologies/cluster.hpp"
@@ -43,6 +44,7 @@ struct Options : ScoringResources {
   std::string run, model = "mixtral-8x7b", cluster = "dgx-h100:1", plan = "megatron";
   std::uint64_t seed = 1;
   // --hw: a calibrated cluster file and the user's measurement files
+  std::vector<std::string> fit;  // --run --fit: host costs to fit to the run
   std::string hw;
   std::vector<std::string> nccl_tests, kernels, power;
 };
@@ -148,13 +150,36 @@ void run_measured(const Options& opt) {
     load = "every request at once";
   }
   AnalyticExecutor ex(cluster);
-  const ServingResult r = serve(plan, model, cluster, trace, routing.get(), ex, so);
-  const Metrics m = summarize(r, so, cluster.num_gpus());
-  const std::string setup = plan_to_string(plan, model) + " on " + cluster.name() + "; " + std::to_string(trace.requests.size()) +
+  auto serve_plan = [&](const Plan& p) {
+    const ServingResult r = serve(p, model, cluster, trace, routing.get(), ex, so);
+    return summarize(r, so, cluster.num_gpus());
+  };
+  // --fit: the host costs set by this run (it becomes a calibration row).
+  Plan served = plan;
+  std::string fitted;
+  if (!opt.fit.empty()) {
+    const HostCostFit fit = fit_host_costs(run, plan, opt.fit, serve_plan);
+    served = fit.plan;
+    for (std::size_t i = 0; i < fit.keys.size(); ++i)
+      fitted += (i ? ", " : "") + fit.keys[i] + " " + fmt(fit.before[i]) + " → " + fmt(fit.after[i]);
+    char tail[160];
+    std::snprintf(tail, sizeof tail, "; RMS of log(simulated / measured) over the run's figures %.3f → %.3f (%d simulated runs)",
+                  fit.rms_before, fit.rms_after, fit.serves);
+    fitted += tail;
+  }
+  const Metrics m = serve_plan(served);
+  const std::string setup = plan_to_string(served, model) + " on " + cluster.name() + "; " + std::to_string(trace.requests.size()) +
                             " requests (" + (run.per_request ? "their own lengths" : "the mean lengths") + "), " + load;
-  const std::vector<ValidationRow> rows =
-      measured_run_rows(run, m, setup, cluster.gpu().name, cluster.num_nodes());
-  std::printf("your run %s (%s)\nreplayed: %s\n\n", run.source.c_str(), run.client.c_str(), setup.c_str());
+  std::vector<ValidationRow> rows = measured_run_rows(run, m, setup, cluster.gpu().name, cluster.num_nodes());
+  if (!opt.fit.empty())
+    for (auto& row : rows) {  // the run set the fitted values: its rows are calibration rows now
+      row.role = RowRole::Calibration;
+      row.tolerance = 0.05;
+      row.sets = fitted;
+    }
+  std::printf("your run %s (%s)\nreplayed: %s\n", run.source.c_str(), run.client.c_str(), setup.c_str());
+  if (!fitted.empty()) std::printf("fitted:   %s\n", fitted.c_str());
+  std::printf("\n");
   std::printf("%-44s %12s %12s %8s  target\n", "metric", "measured", "simulated", "error");
   int outside = 0;
   for (const auto& row : rows) {
@@ -162,8 +187,13 @@ void run_measured(const Options& opt) {
     std::printf("%-44s %9s %-3s %9s %-3s %+7.1f%%%s  ±%.0f%%\n", row.metric.c_str(), fmt(row.published).c_str(), row.unit.c_str(),
                 fmt(row.simulated).c_str(), row.unit.c_str(), 100 * row.error(), row.within() ? " " : "!", 100 * row.tolerance);
   }
-  std::printf("\n%d of %zu outside their target ('!'). Check rows: nothing was fitted to this run (docs/validation.md, \"Your own runs\").\n",
-              outside, rows.size());
+  if (opt.fit.empty())
+    std::printf("\n%d of %zu outside their target ('!'). Check rows: nothing was fitted to this run (docs/validation.md, \"Your own runs\").\n",
+                outside, rows.size());
+  else
+    std::printf("\n%d of %zu outside their target ('!'). Calibration rows: this run set the values above, so they are not evidence; check "
+                "the fitted plan on another run (docs/validation.md, \"Your own runs\").\n",
+                outside, rows.size());
   const std::vector<std::string> tiers = {"analytic"};
   if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
   if (!opt.json_out.empty())
@@ -207,6 +237,7 @@ void run(const Options& opt) {
   if (!opt.hw.empty() && !opt.run.empty()) throw InputError("--hw", opt.hw, "give --hw or --run, not both");
   if (opt.hw.empty() && !(opt.nccl_tests.empty() && opt.kernels.empty() && opt.power.empty()))
     throw InputError("--nccl-tests", "", "--nccl-tests, --kernels and --power are measurements of your hardware: give them with --hw FILE");
+  if (!opt.fit.empty() && opt.run.empty()) throw InputError("--fit", "", "fits host costs to your measured run: give it with --run FILE");
   if (!opt.hw.empty()) {
     run_hardware(opt);
     return;
@@ -338,6 +369,10 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--cluster,-c", opt->cluster, "with --run: the cluster it ran on")->capture_default_str();
   cmd->add_option("--plan,-p", opt->plan, "with --run: the plan it ran (e.g. `shardsim import` of its config)")->capture_default_str();
   cmd->add_option("--seed", opt->seed, "with --run: the Poisson arrivals' and routing's seed")->capture_default_str();
+  cmd->add_option("--fit", opt->fit,
+                  "with --run: fit these host costs of the plan's engine to the run (step_overhead_ms, seq_overhead_us, "
+                  "launch_overhead_us; repeat for two) — its rows then are calibration rows and the fitted plan is printed")
+      ->delimiter(',');
   cmd->add_option("--hw", opt->hw,
                   "instead of the built-in rows: your hardware — a cluster file `shardsim calibrate` wrote — with your measurements "
                   "priced on it: the files that set its constants as calibration rows, --nccl-tests / --kernels / --power files "

@@ -8,7 +8,13 @@
 
 #include "common/input_error.hpp"
 #include "sim/plan/plan.hpp"
+#include "sim/serving/arrivals.hpp"
+#include "sim/serving/host_cost_fit.hpp"
 #include "sim/serving/measured_run.hpp"
+#include "sim/serving/serving.hpp"
+#include "sim/step/analytic_executor.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
 #include "tests/cli_runner.hpp"
 
 using namespace shardsim;
@@ -103,5 +109,49 @@ TEST_CASE("validate --run: the measured run replayed with the plan, each figure 
   CHECK(bad.exit_code == 2);
   auto tier = test::run_cli("validate --run " + path + " --fidelity simgrid --model mixtral-8x7b --cluster dgx-h100:1 --plan tp=2,dp=4");
   CHECK(tier.exit_code == 2);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("validate --run --fit: a run made with a known per-iteration host cost gives it back, and its rows become calibration rows") {
+  // The "measurement": the model itself at step_overhead_ms 15 on a paced load of Llama-3.1-8B.
+  const std::string json = R"({"request_rate": 30.0, "max_concurrency": null, "completed": 300, "total_input_tokens": 307200,
+                               "total_output_tokens": 38400, "output_throughput": 1})";
+  MeasuredRun run = read_measured_run(json, "made.json");
+  const ModelSpec model = load_model("llama3.1-8b");
+  const Cluster cluster = load_cluster("dgx-h100:1");
+  const Plan plan = load_plan("tp=1,dp=8,engine=vllm", model, cluster);
+  const RequestTrace trace = at_rate(run.trace, run.rate, Arrival::Poisson, 1);
+  AnalyticExecutor ex(cluster);
+  ServingOptions so;
+  auto serve_plan = [&](const Plan& p) { return summarize(serve(p, model, cluster, trace, nullptr, ex, so), so, cluster.num_gpus()); };
+  const Metrics truth = serve_plan(load_plan("tp=1,dp=8,engine=vllm,step_overhead_ms=15", model, cluster));
+  run.output_tok_s = truth.output_tok_s;
+  run.ttft_p50 = truth.ttft_ms.p50;
+  run.tpot_p50 = truth.tpot_ms.p50;
+  run.tpot_p99 = truth.tpot_ms.p99;
+  const HostCostFit fit = fit_host_costs(run, plan, {"step_overhead_ms"}, serve_plan);
+  MESSAGE("step_overhead_ms " << fit.before[0] << " -> " << fit.after[0] << ", RMS log " << fit.rms_before << " -> " << fit.rms_after
+                              << ", " << fit.serves << " runs");
+  CHECK(fit.before[0] == doctest::Approx(plan.engine.step_overhead * 1e3));
+  CHECK(std::fabs(fit.after[0] / 15 - 1) < 0.05);
+  CHECK(fit.rms_after < 0.01);
+  CHECK(fit.rms_before > 5 * fit.rms_after);
+  CHECK(fit.plan.engine.step_overhead == doctest::Approx(fit.after[0] * 1e-3));
+  CHECK_THROWS_AS(fit_host_costs(run, plan, {"max_seqs"}, serve_plan), InputError);
+  CHECK_THROWS_AS(fit_host_costs(run, plan, {"seq_overhead_us", "seq_overhead_us"}, serve_plan), InputError);
+
+  // The command: --fit needs --run; with it the rows are calibration rows and the fitted values printed.
+  const std::string path = "/tmp/shardsim_fit_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream f(path);
+    f << R"({"request_rate": 2.0, "max_concurrency": null, "completed": 60, "total_input_tokens": 61440, "total_output_tokens": 7680,
+             "output_throughput": 250.0, "median_ttft_ms": 60, "median_tpot_ms": 30})";
+  }
+  auto r = test::run_cli("validate --run " + path + " --model llama3.1-8b --cluster dgx-h100:1 --plan tp=1,dp=8 --fit step_overhead_ms");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("fitted:   step_overhead_ms") != std::string::npos);
+  CHECK(r.out.find("Calibration rows: this run set the values above") != std::string::npos);
+  CHECK(test::run_cli("validate --fit step_overhead_ms").exit_code == 2);
   std::remove(path.c_str());
 }
