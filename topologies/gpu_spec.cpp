@@ -103,6 +103,9 @@ const char* kernel_curve_name(KernelCurveId id) {
     case KernelCurveId::AttnDecodeMla: return "attn_decode_mla";
     case KernelCurveId::AttnDecodeMlaFp8: return "attn_decode_mla_fp8";
     case KernelCurveId::Memory: return "memory";
+    case KernelCurveId::MoeBf16: return "moe_bf16";
+    case KernelCurveId::MoeFp8: return "moe_fp8";
+    case KernelCurveId::MoeFp4: return "moe_fp4";
     case KernelCurveId::Count: break;
   }
   return "?";

@@ -15,8 +15,11 @@
 namespace shardsim {
 
 // The compute model's kernel curves (sim/step/compute_cost.hpp), by kernel kind and math type.
+// Moe*: the grouped GEMMs of MoE expert layers; unset on a GPU, they take its GEMM curve of the
+// same dtype (tuning included), so only a measured grouped-GEMM table sets them apart.
 enum class KernelCurveId {
-  GemmBf16, GemmFp8, GemmFp4, AttnPrefill, AttnPrefillFp8, AttnDecode, AttnDecodeMla, AttnDecodeMlaFp8, Memory, Count
+  GemmBf16, GemmFp8, GemmFp4, AttnPrefill, AttnPrefillFp8, AttnDecode, AttnDecodeMla, AttnDecodeMlaFp8, Memory,
+  MoeBf16, MoeFp8, MoeFp4, Count
 };
 constexpr int kNumKernelCurves = static_cast<int>(KernelCurveId::Count);
 // "gemm_bf16", "attn_decode_mla_fp8", … (the cluster format's names).

@@ -36,9 +36,8 @@ Dtype dtype_of(const std::string& d) { return d == "fp4" ? Dtype::FP4 : d == "fp
 // Seconds the compute model gives one row of `kind` (AIConfigurator's shape columns).
 double model_time(const GpuSpec& g, const ComputeModel& cm, const std::string& kind, Dtype d, const std::vector<double>& r,
                   const json& table) {
-  const double b = d == Dtype::FP4 ? 0.5 : d == Dtype::FP8 ? 1 : 2;  // weight and activation bytes per element
-  // The kinds `calibrate --kernels` reads are priced by its one formula; MLA prompt attention and
-  // whole MoE layers are validate's own.
+  // The kinds `calibrate --kernels` reads are priced by its one formula; MLA prompt attention is
+  // validate's own.
   if (kind == "gemm") return kernel_row_time(g, cm, KernelTableKind::Gemm, d, r);
   if (kind == "context_attention") return kernel_row_time(g, cm, KernelTableKind::ContextAttention, d, r);
   if (kind == "generation_mla") return kernel_row_time(g, cm, KernelTableKind::GenerationMla, d, r);
@@ -49,12 +48,10 @@ double model_time(const GpuSpec& g, const ComputeModel& cm, const std::string& k
     const double bytes = batch * (2 * s * kv_elems * kvb + s * heads * (dqk + dv) * 2);
     return compute_time(g, ComputeKind::PrefillAttention, s, flops, bytes, d, cm);
   }
-  // "moe": one layer's routed experts, balanced — the up (gate + up) and down grouped GEMMs.
-  const double T = r[0], h = table.at("hidden").get<double>(), F = table.at("inter").get<double>();
-  const double E = table.at("experts").get<double>(), tokens = T * table.at("topk").get<double>();
-  const double active = std::min(E, tokens), rows = tokens / active, weights = active * 3 * h * F * b;
-  return compute_time(g, ComputeKind::GroupedGemm, rows, 2 * tokens * h * F * 2, weights * 2 / 3 + tokens * (h + 2 * F) * b, d, cm) +
-         compute_time(g, ComputeKind::GroupedGemm, rows, 2 * tokens * F * h, weights / 3 + tokens * (F + h) * b, d, cm);
+  // "moe": one layer's routed experts, balanced, on one rank (kernel_row_time's formula).
+  return kernel_row_time(g, cm, KernelTableKind::Moe, d,
+                         {r[0], table.at("hidden").get<double>(), table.at("inter").get<double>(), table.at("topk").get<double>(),
+                          table.at("experts").get<double>(), 1, 1});
 }
 
 std::string what(const std::string& kind, const std::string& dtype) {

@@ -21,8 +21,9 @@ KernelCurveId curve_id(ComputeKind kind, Dtype math) {
   const bool low = math == Dtype::FP8 || math == Dtype::FP4;
   switch (kind) {
     case ComputeKind::Gemm:
-    case ComputeKind::GroupedGemm:
       return math == Dtype::FP4 ? KernelCurveId::GemmFp4 : low ? KernelCurveId::GemmFp8 : KernelCurveId::GemmBf16;
+    case ComputeKind::GroupedGemm:
+      return math == Dtype::FP4 ? KernelCurveId::MoeFp4 : low ? KernelCurveId::MoeFp8 : KernelCurveId::MoeBf16;
     case ComputeKind::PrefillAttention: return low ? KernelCurveId::AttnPrefillFp8 : KernelCurveId::AttnPrefill;
     case ComputeKind::DecodeAttention: return KernelCurveId::AttnDecode;
     case ComputeKind::MlaDecodeAttention: return low ? KernelCurveId::AttnDecodeMlaFp8 : KernelCurveId::AttnDecodeMla;
@@ -41,11 +42,26 @@ const KernelCurve& ComputeModel::curve(KernelCurveId id) const {
     case KernelCurveId::AttnDecode: return attn_decode;
     case KernelCurveId::AttnDecodeMla: return attn_decode_mla;
     case KernelCurveId::AttnDecodeMlaFp8: return attn_decode_mla_fp8;
+    case KernelCurveId::MoeBf16: return gemm_bf16;  // grouped GEMMs: the GEMM curves (gpu_curve: unless measured)
+    case KernelCurveId::MoeFp8: return gemm_fp8;
+    case KernelCurveId::MoeFp4: return gemm_fp4;
     case KernelCurveId::Memory:
     case KernelCurveId::Count: break;
   }
   return memory;
 }
+
+namespace {
+// The GEMM curve a grouped-GEMM curve falls back to on a GPU that has no table of its own.
+KernelCurveId gemm_of(KernelCurveId id) {
+  switch (id) {
+    case KernelCurveId::MoeBf16: return KernelCurveId::GemmBf16;
+    case KernelCurveId::MoeFp8: return KernelCurveId::GemmFp8;
+    case KernelCurveId::MoeFp4: return KernelCurveId::GemmFp4;
+    default: return id;
+  }
+}
+}  // namespace
 
 const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math) { return m.curve(curve_id(kind, math)); }
 
@@ -53,7 +69,8 @@ KernelCurve gpu_curve(const GpuSpec& gpu, const ComputeModel& m, ComputeKind kin
   if (math == Dtype::FP4 && !(gpu.fp4_flops > 0)) math = Dtype::FP8;  // no FP4 tensor cores: FP4 operands run as FP8
   const KernelCurveId id = curve_id(kind, math);
   KernelCurve c = m.curve(id);
-  const KernelTuning& t = gpu.kernels[static_cast<std::size_t>(id)];
+  const KernelTuning& own = gpu.kernels[static_cast<std::size_t>(id)];
+  const KernelTuning& t = own.max_eff > 0 || own.hbm_eff > 0 ? own : gpu.kernels[static_cast<std::size_t>(gemm_of(id))];
   if (t.max_eff > 0) c.max_eff = t.max_eff;
   if (t.hbm_eff > 0) c.hbm_eff = t.hbm_eff;
   return c;

@@ -35,12 +35,14 @@ const char* kernel_table_kind_name(KernelTableKind k) {
     case KernelTableKind::Gemm: return "gemm";
     case KernelTableKind::ContextAttention: return "context_attention";
     case KernelTableKind::GenerationMla: return "generation_mla";
+    case KernelTableKind::Moe: return "moe";
   }
   return "?";
 }
 
 KernelCurveId kernel_table_curve(KernelTableKind kind, Dtype d) {
   const ComputeKind k = kind == KernelTableKind::Gemm             ? ComputeKind::Gemm
+                        : kind == KernelTableKind::Moe           ? ComputeKind::GroupedGemm
                         : kind == KernelTableKind::GenerationMla ? ComputeKind::MlaDecodeAttention
                                                                  : ComputeKind::PrefillAttention;
   return curve_id(k, d);
@@ -65,6 +67,12 @@ double kernel_row_time(const GpuSpec& g, const ComputeModel& cm, KernelTableKind
       const double flops = batch * 2 * (kv + 1) * heads * (576 + 512);
       const double bytes = batch * ((kv + 2) * 576 * kvb + heads * (576 + 512) * 2);
       return compute_time(g, ComputeKind::MlaDecodeAttention, kv, flops, bytes, d, cm);
+    }
+    case KernelTableKind::Moe: {  // one rank's routed experts, balanced: gate+up (2F wide) and down grouped GEMMs
+      const double T = r[0], h = r[1], F = r[2] / r[5], E = r[4] / r[6], tokens = T * r[3] / r[6];
+      const double active = std::min(E, tokens), rows = tokens / active, weights = active * 3 * h * F * b;
+      return compute_time(g, ComputeKind::GroupedGemm, rows, 2 * tokens * h * F * 2, weights * 2 / 3 + tokens * (h + 2 * F) * b, d, cm) +
+             compute_time(g, ComputeKind::GroupedGemm, rows, 2 * tokens * F * h, weights / 3 + tokens * (F + h) * b, d, cm);
     }
   }
   return 0;
@@ -96,27 +104,44 @@ KernelTable parse_kernel_table(const std::string& text, const std::string& sourc
   } else if (has({"batch", "heads", "kvlen"})) {
     t.kind = KernelTableKind::GenerationMla;
     shape_cols = {"batch", "heads", "kvlen"};
+  } else if (has({"num_tokens", "hidden_size", "inter_size", "topk", "num_experts"})) {
+    t.kind = KernelTableKind::Moe;
+    shape_cols = {"num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"};
   } else {
     throw InputError(source, csv.has("m") || csv.has("n") ? "k" : "m",
                      "missing column (the header needs m, n, k for GEMMs; batch, heads, kv_heads, head_dim, isl for prompt "
-                     "attention; or batch, heads, kvlen for MLA decode; and latency in ms and dtype)");
+                     "attention; batch, heads, kvlen for MLA decode; or num_tokens, hidden_size, inter_size, topk, num_experts "
+                     "for MoE layers; and latency in ms and dtype)");
   }
+  const bool moe = t.kind == KernelTableKind::Moe;
+  const std::string dtype_col = csv.has("dtype") ? "dtype" : csv.has("gemm_dtype") ? "gemm_dtype" : "moe_dtype";
   if (!csv.has("latency") && !csv.has("latency_ms")) throw InputError(source, "latency", "missing column (milliseconds)");
-  if (!csv.has("dtype") && !csv.has("gemm_dtype")) throw InputError(source, "dtype", "missing column (bf16, fp8 or fp4)");
+  if (!csv.has(dtype_col)) throw InputError(source, "dtype", "missing column (bf16, fp8 or fp4)");
   for (const CsvTable::Row& row : csv.rows) {
     const std::string where = "line " + std::to_string(row.line);
     auto at = [&](const std::string& name) {
-      return lower(csv.cell(row, csv.has(name) ? name : name == "latency" ? "latency_ms" : "gemm_dtype"));
+      return lower(csv.cell(row, csv.has(name) ? name : name == "latency" ? "latency_ms" : dtype_col));
     };
     KernelTable::Row r;
-    if (!dtype_of(at("dtype"), r.dtype)) throw InputError(source, where, "unknown dtype \"" + at("dtype") + "\" (bf16, fp8, fp4)");
-    if (r.dtype == Dtype::FP4 && t.kind != KernelTableKind::Gemm)
+    if (moe && csv.has("distribution") && at("distribution") != "uniform" && at("distribution") != "balanced") {
+      ++t.skipped;  // the formula prices balanced expert loads
+      continue;
+    }
+    if (!dtype_of(at("dtype"), r.dtype)) {
+      if (moe) {  // (AIConfigurator's MoE tables hold mixed-precision kernels, e.g. w4a8, that have no curve here)
+        ++t.skipped;
+        continue;
+      }
+      throw InputError(source, where, "unknown dtype \"" + at("dtype") + "\" (bf16, fp8, fp4)");
+    }
+    if (r.dtype == Dtype::FP4 && t.kind != KernelTableKind::Gemm && !moe)
       throw InputError(source, where, "fp4 attention has no curve (attention runs in bf16 or fp8)");
-    for (const char* name : shape_cols) r.shape.push_back(parse_real_in(at(name), source, where + ": " + name, 1e-9, 1e12));
+    for (const char* name : shape_cols)
+      r.shape.push_back(moe && !csv.has(name) ? 1.0 : parse_real_in(at(name), source, where + ": " + name, 1e-9, 1e12));  // (tp, ep: 1)
     r.seconds = parse_real_in(at("latency"), source, where + ": latency", 1e-9, 1e12) * 1e-3;  // ms
     t.rows.push_back(r);
   }
-  if (t.rows.empty()) throw InputError(source, "", "no rows");
+  if (t.rows.empty()) throw InputError(source, "", t.skipped ? "no row of a balanced (uniform) distribution in bf16, fp8 or fp4" : "no rows");
   return t;
 }
 

@@ -11,6 +11,11 @@
 //                      (causal prompt attention, GQA/MHA)
 //   generation_mla     batch, heads, kvlen                      → attn_decode_mla / attn_decode_mla_fp8
 //                      (absorbed MLA decode: 576-wide latent keys, 512-wide values)
+//   moe                num_tokens, hidden_size, inter_size, topk, num_experts [, moe_tp_size, moe_ep_size]
+//                      → moe_bf16 / moe_fp8 / moe_fp4 (one rank's routed experts of one layer,
+//                      balanced: the gate+up and down grouped GEMMs; AIConfigurator's moe_perf
+//                      layout, whose dtype column is moe_dtype; rows of another `distribution`
+//                      than uniform/balanced, or of a mixed-precision dtype, are skipped and counted)
 // Each row is priced as the lowering prices that kernel (sim/step/compute_cost.hpp) at the clock the
 // microbenchmark ran at (ComputeModel::sustained_clock 1); per curve the GPU's own fractions of its
 // peaks (GpuSpec::kernels: max_eff, hbm_eff) are fitted as the Blackwell presets' were: least
@@ -29,8 +34,8 @@
 namespace shardsim {
 
 // The kernel kinds a table can hold (their shape columns above).
-enum class KernelTableKind { Gemm, ContextAttention, GenerationMla };
-const char* kernel_table_kind_name(KernelTableKind k);  // "gemm", "context_attention", "generation_mla"
+enum class KernelTableKind { Gemm, ContextAttention, GenerationMla, Moe };
+const char* kernel_table_kind_name(KernelTableKind k);  // "gemm", "context_attention", "generation_mla", "moe"
 
 struct KernelTable {
   std::string source;
@@ -41,6 +46,7 @@ struct KernelTable {
     double seconds = 0;
   };
   std::vector<Row> rows;
+  int skipped = 0;           // rows left out (moe: not a balanced distribution, or a dtype with no curve)
 };
 
 // Throws InputError(source, "line N" or the column, reason).

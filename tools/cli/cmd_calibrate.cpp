@@ -62,6 +62,9 @@ GpuSpec fit_kernels(const CalibrateOptions& o, const Cluster& base, std::string&
   GpuSpec gpu = base.gpu();
   for (const auto& f : o.kernels) {
     const KernelTable table = parse_kernel_table(read_text_file(f), f);
+    if (table.skipped > 0)
+      std::printf("%s: %d row(s) skipped (MoE rows of another distribution than uniform, or a mixed-precision dtype)\n", f.c_str(),
+                  table.skipped);
     for (const KernelCurveFit& fit : fit_kernel_curves(table, gpu)) {
       std::printf("%s %s: %d rows; max_eff %.3f → %.3f, hbm_eff %.3f → %.3f; RMS of log(model / measured) %.3f → %.3f\n",
                   gpu.name.c_str(), kernel_curve_name(fit.curve), fit.rows, fit.max_eff_before, fit.max_eff, fit.hbm_eff_before,
@@ -197,7 +200,8 @@ void add_calibrate_command(CLI::App& app) {
                   "GEMM timings as CSV (header: m, n, k, latency in ms, dtype — AIConfigurator's gemm_perf layout reads as is): "
                   "the GPU's GEMM fractions of its peaks, fitted per math type; a table with batch, heads, kv_heads, head_dim, isl "
                   "columns fits prompt attention, one with batch, heads, kvlen MLA decode (AIConfigurator's context_attention and "
-                  "generation_mla layouts; docs/validation.md) (repeat for several)");
+                  "generation_mla layouts; docs/validation.md), one with num_tokens, hidden_size, inter_size, topk, num_experts "
+                  "MoE layers' grouped GEMMs (AIConfigurator's moe_perf layout) (repeat for several)");
   cmd->add_option("--power", o->power,
                   "measured serving runs with their board power as CSV (header: model, cluster, plan, trace, watts[, tok_s]; "
                   "docs/energy.md): the GPU's power model fitted to them, each run replayed as measured (repeat for several)");

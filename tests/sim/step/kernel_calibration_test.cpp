@@ -157,6 +157,51 @@ TEST_CASE("calibrate kernels: attention tables fit their curves, from the model'
   CHECK_THROWS_AS(parse_kernel_table("batch,heads,kvlen,dtype,latency\n1,128,4096,nvfp4,0.05\n", "m.csv"), InputError);
 }
 
+TEST_CASE("calibrate kernels: MoE tables fit the grouped-GEMM curve, which without one follows the GEMM curve") {
+  // Unset, a GPU's grouped GEMMs run on its GEMM curve, tuning included (no figure moves).
+  GpuSpec b200 = gpu_preset("B200");
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;
+  const double flops = 2.0 * 512 * 4096 * 7168, bytes = 3e8;
+  CHECK(compute_time(b200, ComputeKind::GroupedGemm, 64, flops, bytes, Dtype::FP8, cm) ==
+        doctest::Approx(compute_time(b200, ComputeKind::Gemm, 64, flops, bytes, Dtype::FP8, cm)));
+  // A table the model made at known grouped-GEMM fractions, in AIConfigurator's moe_perf layout
+  // (with power-law and mixed-precision rows it skips), is recovered, and leaves the GEMM curve alone.
+  GpuSpec truth = gpu_preset("H100-SXM-80GB");
+  truth.kernels[static_cast<std::size_t>(KernelCurveId::MoeFp8)] = {0.45, 0.55};
+  std::string csv = "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,"
+                    "moe_tp_size,moe_ep_size,distribution,latency\n";
+  for (double tokens : {1.0, 16.0, 128.0, 1024.0, 8192.0})
+    for (double ep : {1.0, 8.0}) {
+      const double ms = kernel_row_time(truth, cm, KernelTableKind::Moe, Dtype::FP8, {tokens, 7168, 2048, 8, 256, 1, ep}) * 1e3;
+      csv += "TRTLLM,1.0,H100,moe,x,fp8_block," + std::to_string(tokens) + ",7168,2048,8,256,1," + std::to_string(ep) + ",uniform," +
+             std::to_string(ms) + "\n";
+      csv += "TRTLLM,1.0,H100,moe,x,fp8_block," + std::to_string(tokens) + ",7168,2048,8,256,1," + std::to_string(ep) + ",power_law_1.2," +
+             std::to_string(3 * ms) + "\n";
+    }
+  csv += "TRTLLM,1.0,H100,moe,x,w4a8_mxfp4_mxfp8,16,7168,2048,8,256,1,8,uniform,0.1\n";
+  const KernelTable t = parse_kernel_table(csv, "moe_perf.txt");
+  CHECK(t.kind == KernelTableKind::Moe);
+  CHECK(t.rows.size() == 10);
+  CHECK(t.skipped == 11);
+  GpuSpec g = gpu_preset("H100-SXM-80GB");
+  const auto fits = fit_kernel_curves(t, g);
+  REQUIRE(fits.size() == 1);
+  CHECK(fits[0].curve == KernelCurveId::MoeFp8);
+  CHECK(std::string(kernel_curve_name(fits[0].curve)) == "moe_fp8");
+  CHECK(fits[0].rms_log_after < 0.01);
+  CHECK(fits[0].rms_log_before > 0.05);
+  CHECK(g.kernels[static_cast<std::size_t>(KernelCurveId::GemmFp8)] == gpu_preset("H100-SXM-80GB").kernels[static_cast<std::size_t>(KernelCurveId::GemmFp8)]);
+  // NVFP4 grouped GEMMs have their curve (moe_fp4), unlike FP4 attention.
+  CHECK(parse_kernel_table("moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,latency\nnvfp4,16,7168,2048,8,256,0.1\n", "f.txt")
+            .rows.size() == 1);
+  // Only skipped rows: refused.
+  CHECK_THROWS_AS(parse_kernel_table("moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,distribution,latency\n"
+                                     "fp8,16,7168,2048,8,256,power_law,0.1\n",
+                                     "p.txt"),
+                  InputError);
+}
+
 TEST_CASE("calibrate kernels: tables that cannot be read are refused naming the column or line") {
   auto where = [](const std::string& text) -> std::string {
     try {
