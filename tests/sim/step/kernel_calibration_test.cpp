@@ -157,6 +157,24 @@ TEST_CASE("calibrate kernels: attention tables fit their curves, from the model'
   CHECK_THROWS_AS(parse_kernel_table("batch,heads,kvlen,dtype,latency\n1,128,4096,nvfp4,0.05\n", "m.csv"), InputError);
 }
 
+TEST_CASE("calibrate kernels: the H100 GEMM points of validate's calibration rows give back the built-in H100 curves") {
+  // AIConfigurator's H100 gemm_perf points the built-in gemm_bf16 / gemm_fp8 curves were fitted on
+  // (six of the 2,500 shapes, the ones validate holds), read as a user's table.
+  const KernelTable t = parse_kernel_table("m,n,k,dtype,latency\n1,8192,8192,bf16,0.0492\n1024,8192,8192,bf16,0.1907\n"
+                                           "4096,5120,8192,bf16,0.4354\n1,8192,8192,fp8,0.0374\n128,8192,8192,fp8,0.0425\n"
+                                           "4096,5120,8192,fp8,0.3192\n",
+                                           "h100.csv");
+  GpuSpec g = gpu_preset("H100-SXM-80GB");
+  const ComputeModel built_in;
+  for (const auto& f : fit_kernel_curves(t, g)) {
+    const KernelCurve& c = built_in.curve(f.curve);
+    MESSAGE(std::string(kernel_curve_name(f.curve)) << ": max_eff " << f.max_eff << " (built in " << c.max_eff << "), hbm_eff " << f.hbm_eff
+                                       << " (built in " << c.hbm_eff << "), RMS log " << f.rms_log_before << " -> " << f.rms_log_after);
+    CHECK(std::fabs(f.max_eff / c.max_eff - 1) < 0.02);
+    CHECK(std::fabs(f.hbm_eff / c.hbm_eff - 1) < 0.05);
+  }
+}
+
 TEST_CASE("calibrate kernels: MoE tables fit the grouped-GEMM curve, which without one follows the GEMM curve") {
   // Unset, a GPU's grouped GEMMs run on its GEMM curve, tuning included (no figure moves).
   GpuSpec b200 = gpu_preset("B200");
