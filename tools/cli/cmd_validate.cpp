@@ -122,11 +122,25 @@ std::string markdown(const std::vector<std::string>& tiers, const std::vector<st
   return md;
 }
 
+// --markdown / --json: refused before any work when they cannot be written.
+void check_outputs(const Options& opt) {
+  for (const std::string& path : {opt.markdown, opt.json_out})
+    if (!path.empty()) check_output_path(path);
+}
+
+// --markdown / --json of one analytic column (the user's own rows).
+void write_analytic_rows(const Options& opt, const std::vector<ValidationRow>& rows) {
+  const std::vector<std::string> tiers = {"analytic"};
+  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
+  if (!opt.json_out.empty())
+    write_file_atomically(opt.json_out,
+                          json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
+}
+
 // `validate --run FILE`: the user's measured run replayed with their plan, one check row per metric.
 void run_measured(const Options& opt) {
   if (opt.fidelity != "analytic") throw InputError("--fidelity", opt.fidelity, "--run serves at the analytic tier");
-  for (const std::string& path : {opt.markdown, opt.json_out})
-    if (!path.empty()) check_output_path(path);
+  check_outputs(opt);
   const ModelSpec model = load_model(opt.model);
   const Cluster cluster = load_cluster(opt.cluster);
   const Plan plan = load_plan(opt.plan, model, cluster);
@@ -194,19 +208,14 @@ void run_measured(const Options& opt) {
     std::printf("\n%d of %zu outside their target ('!'). Calibration rows: this run set the values above, so they are not evidence; check "
                 "the fitted plan on another run (docs/validation.md, \"Your own runs\").\n",
                 outside, rows.size());
-  const std::vector<std::string> tiers = {"analytic"};
-  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
-  if (!opt.json_out.empty())
-    write_file_atomically(opt.json_out,
-                          json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
+  write_analytic_rows(opt, rows);
 }
 
 // `validate --hw FILE`: the user's own measurements priced on their calibrated cluster, split as
 // validate splits its own rows (sim/serving/hardware_rows.hpp).
 void run_hardware(const Options& opt) {
   if (opt.fidelity != "analytic") throw InputError("--fidelity", opt.fidelity, "--hw prices at the analytic tier");
-  for (const std::string& path : {opt.markdown, opt.json_out})
-    if (!path.empty()) check_output_path(path);
+  check_outputs(opt);
   const Cluster cluster = load_cluster(opt.hw);
   std::vector<std::string> notes;
   const std::vector<ValidationRow> rows = hardware_rows(cluster, {opt.nccl_tests, opt.kernels, opt.power}, notes);
@@ -226,11 +235,7 @@ void run_hardware(const Options& opt) {
   std::printf("\n%d calibration row(s) (their files set the constants: not evidence), %zu check row(s), %d of them outside their "
               "target ('!'); docs/validation.md, \"Your own hardware\"\n",
               calib, rows.size() - static_cast<std::size_t>(calib), outside);
-  const std::vector<std::string> tiers = {"analytic"};
-  if (!opt.markdown.empty()) write_file_atomically(opt.markdown, markdown(tiers, {rows}));
-  if (!opt.json_out.empty())
-    write_file_atomically(opt.json_out,
-                          json_text({{"schema", "shardsim.validation/1"}, {"rows", {{"analytic", validation_to_json(rows, "analytic")}}}}, 2) + "\n");
+  write_analytic_rows(opt, rows);
 }
 
 void run(const Options& opt) {
@@ -250,9 +255,7 @@ void run(const Options& opt) {
     throw InputError("--fidelity", opt.fidelity, "unknown tier (expected analytic, simgrid or both)");
   if (!(opt.scale > 0 && opt.scale <= 10))
     throw InputError("--requests-scale", std::to_string(opt.scale), "expected a number in (0, 10]");
-  // Output paths are checked before the work: nothing is computed for a file that cannot be written.
-  for (const std::string& path : {opt.markdown, opt.json_out})
-    if (!path.empty()) check_output_path(path);
+  check_outputs(opt);  // (before the work: nothing is computed for a file that cannot be written)
   std::vector<std::string> tiers;
   if (opt.fidelity != "simgrid") tiers.push_back("analytic");
   if (opt.fidelity != "analytic") tiers.push_back("simgrid");
