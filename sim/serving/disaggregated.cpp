@@ -44,6 +44,7 @@ void add_breakdown(ServingBreakdown& a, const ServingBreakdown& b) {
   a.offload_stall += b.offload_stall;
   a.spec_tokens += b.spec_tokens;
   a.host_time += b.host_time;
+  a.engaged += b.engaged;
 }
 
 PoolReport pool_report(const Plan& pool, const ServingResult& r, double span) {

@@ -28,6 +28,7 @@ std::string fmt(const char* f, double v) {
 EnergyPool energy_pool(const ServingBreakdown& b, int gpus, int dp, const GpuSpec& gpu) {
   EnergyPool p;
   p.active = compute_busy(b.busy);
+  p.engaged = b.engaged;
   p.tensor_work = b.tensor_work;
   p.hbm_work = b.hbm_work;
   p.gpus = gpus;
@@ -41,6 +42,7 @@ EnergyPool energy_pool(const ServingResult& r, double from, double to, int gpus,
   for (const StepEnergyWork& w : r.step_work) {
     if (!(w.end > from && w.end <= to)) continue;
     p.active += w.active;
+    p.engaged += w.engaged;
     p.tensor_work += w.tensor_work;
     p.hbm_work += w.hbm_work;
   }
@@ -83,6 +85,7 @@ PoolEnergy pool_energy(const EnergyPool& p, const GpuPower& w, double seconds) {
   seconds = std::max(0.0, seconds);
   const double per_replica = static_cast<double>(p.gpus) / std::max(1, p.dp);  // per-GPU sums → GPU-seconds
   e.active_s = std::min(p.active * per_replica, p.gpus * seconds);
+  e.engaged_s = std::min(std::max(p.engaged * per_replica, e.active_s), p.gpus * seconds);
   e.tensor_s = p.tensor_work * per_replica;
   e.hbm_s = p.hbm_work * per_replica;
   e.idle_j = w.idle_w * p.gpus * seconds;
@@ -94,8 +97,8 @@ PoolEnergy pool_energy(const EnergyPool& p, const GpuPower& w, double seconds) {
 
 PoolEnergy hold_at_limit(PoolEnergy e, const GpuPower& w) {
   const double dynamic = e.dynamic_j();
-  if (w.tdp_w > 0 && e.active_s > 0 && dynamic > 0 && w.idle_w + dynamic / e.active_s > w.tdp_w) {
-    const double f = std::max(0.0, (w.tdp_w - w.idle_w) * e.active_s / dynamic);
+  if (w.tdp_w > 0 && e.engaged_s > 0 && dynamic > 0 && w.idle_w + dynamic / e.engaged_s > w.tdp_w) {
+    const double f = std::max(0.0, (w.tdp_w - w.idle_w) * e.engaged_s / dynamic);
     e.active_j *= f, e.tensor_j *= f, e.hbm_j *= f;
     e.capped = true;
   }
@@ -120,10 +123,10 @@ RunEnergy run_energy(const std::vector<EnergyPool>& pools, double seconds, const
     e.active_j += pe.active_j;
     e.tensor_j += pe.tensor_j;
     e.hbm_j += pe.hbm_j;
-    if (pe.active_s > 0) {
-      const double busy = w.idle_w + pe.dynamic_j() / pe.active_s;
-      if (busy >= e.busy_w) {
-        e.busy_w = busy;
+    if (pe.engaged_s > 0) {
+      const double busy = w.idle_w + pe.dynamic_j() / pe.engaged_s;
+      if (busy >= e.working_w) {
+        e.working_w = busy;
         e.tdp_w = w.tdp_w;
       }
     }
@@ -133,7 +136,7 @@ RunEnergy run_energy(const std::vector<EnergyPool>& pools, double seconds, const
 }
 
 json energy_json(const RunEnergy& e, double output_tokens) {
-  json j = {{"watts_per_gpu", e.watts_per_gpu()}, {"busy_watts", e.busy_w}, {"tdp_watts", e.tdp_w}, {"seconds", e.seconds},
+  json j = {{"watts_per_gpu", e.watts_per_gpu()}, {"working_watts", e.working_w}, {"tdp_watts", e.tdp_w}, {"seconds", e.seconds},
             {"joules", {{"idle", e.idle_j}, {"active", e.active_j}, {"tensor", e.tensor_j}, {"hbm", e.hbm_j},
                         {"network", e.network_j}, {"total", e.total_j()}}},
             {"joules_per_token", e.joules_per_token(output_tokens)}, {"tokens_per_joule", e.tokens_per_joule(output_tokens)},
@@ -143,7 +146,7 @@ json energy_json(const RunEnergy& e, double output_tokens) {
 
 std::string RunEnergy::describe(double output_tokens) const {
   if (!modelled) return "not modelled (a GPU type without a power model: \"power\" in its spec)";
-  std::string s = fmt("%.0f W per GPU", watts_per_gpu()) + fmt(" (busy %.0f W", busy_w) + fmt(" of %.0f W", tdp_w) +
+  std::string s = fmt("%.0f W per GPU", watts_per_gpu()) + fmt(" (%.0f W", working_w) + fmt(" of %.0f W while working", tdp_w) +
                   (capped ? ", held at the board limit)" : ")");
   if (!(output_tokens > 0)) return s;
   const double t = output_tokens;

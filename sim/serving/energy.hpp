@@ -14,6 +14,8 @@
 // The network: every NIC port and switch port of the cluster draws a constant (NetworkPower) for
 // the whole run, traffic or not (optics and SerDes do). Not counted: NVSwitch chips, CPUs, fans,
 // power-supply and cooling losses — a facility figure multiplies by its own PUE and host share.
+// The board limit (tdp_w) holds the mean draw while working — steps with their host gaps — not each
+// kernel's draw (hold_at_limit); time with no step under way is idle.
 // A run's breakdown sums per-GPU figures over its replicas' steps (ServingBreakdown), so a pool's
 // GPU-seconds are those sums × gpus ÷ dp (as GpuTime does, sim/whatif/comparison.hpp).
 // Units: seconds, joules, watts. Thread-safety: pure functions.
@@ -38,6 +40,7 @@ struct EnergyPool {
   double active = 0, tensor_work = 0, hbm_work = 0;
   int gpus = 0, dp = 1;
   const GpuSpec* gpu = nullptr;
+  double engaged = 0;  // per-GPU seconds its replicas had a step under way (ServingBreakdown::engaged)
 };
 EnergyPool energy_pool(const ServingBreakdown& b, int gpus, int dp, const GpuSpec& gpu);
 
@@ -47,14 +50,20 @@ EnergyPool energy_pool(const ServingBreakdown& b, int gpus, int dp, const GpuSpe
 // each applies the board limit itself (run_energy: hold_at_limit).
 struct PoolEnergy {
   double active_s = 0, tensor_s = 0, hbm_s = 0;  // GPU-seconds
+  double engaged_s = 0;                          // GPU-seconds with a step under way (≥ active_s)
   double idle_j = 0, active_j = 0, tensor_j = 0, hbm_j = 0;
   bool capped = false;
   double dynamic_j() const { return active_j + tensor_j + hbm_j; }
   double gpu_j() const { return idle_j + dynamic_j(); }
 };
 PoolEnergy pool_energy(const EnergyPool& p, const GpuPower& power, double seconds);
-// `e` with its dynamic part scaled down so that the mean draw while busy stays within tdp_w (the
-// GPU throttles there), `capped` set when it was.
+// `e` with its dynamic part scaled down so that the mean draw while engaged — from a step's start to
+// its end, the host's gaps between kernels and steps included — stays within tdp_w (the GPU
+// throttles there), `capped` set when it was. The board's limiter holds a running mean, not each
+// kernel's draw: a serving engine's millisecond host gaps do not let its kernels draw above the
+// limit, nor does a host gap bring the limit's mean down to idle (ML.ENERGY measured vLLM's H100
+// board at 92-98.6% of its limit from batch 96 up while the simulated windows leave ~10% of each
+// step to the host; docs/energy.md). Time with no step under way is idle and outside this mean.
 PoolEnergy hold_at_limit(PoolEnergy e, const GpuPower& power);
 // The same from the steps of `r` (recorded: ServingOptions::record_work) that ended in (from, to].
 EnergyPool energy_pool(const ServingResult& r, double from, double to, int gpus, int dp, const GpuSpec& gpu);
@@ -83,7 +92,7 @@ struct RunEnergy {
   int gpus = 0;                   // GPUs charged
   double idle_j = 0, active_j = 0, tensor_j = 0, hbm_j = 0;  // the GPU terms above
   double network_j = 0;
-  double busy_w = 0;              // mean board draw while something ran (the heaviest pool)
+  double working_w = 0;           // mean board draw while a step is under way (the heaviest pool; hold_at_limit)
   double tdp_w = 0;               // that pool's board limit
   bool capped = false;            // some pool's busy draw was held at its limit (the model asked for more)
   double gpu_j() const { return idle_j + active_j + tensor_j + hbm_j; }
@@ -104,7 +113,7 @@ struct Plan;
 // alone (ServingOptions::replica_share), so the pool is that replica's GPUs.
 std::vector<EnergyPool> energy_pools(const ServingResult& r, const Plan& plan, const Cluster& c, bool one_replica = false);
 
-// {"watts_per_gpu", "busy_watts", "tdp_watts", "joules": {"idle", "active", "tensor", "hbm",
+// {"watts_per_gpu", "working_watts", "tdp_watts", "joules": {"idle", "active", "tensor", "hbm",
 // "network", "total"}, "joules_per_token", "tokens_per_joule", "counted": "…"}.
 json energy_json(const RunEnergy& e, double output_tokens);
 

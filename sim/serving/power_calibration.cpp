@@ -127,11 +127,11 @@ Rates rates_of(const PowerWindow& w, double at_tok_s) {
 
 double modelled_watts(const PowerWindow& w, const GpuPower& p, double at_tok_s) {
   if (!(w.seconds() > 0)) return 0;
-  // Held at the limit over the window's mean, not the mean while busy as run_energy holds it
-  // (hold_at_limit): the fit was made this way, and the two differ where the simulated window has
-  // host gaps (docs/energy.md, "Open").
-  const double watts = pool_energy(at_rate(w, at_tok_s), p, w.seconds()).gpu_j() / w.seconds();
-  return p.tdp_w > 0 ? std::min(watts, p.tdp_w * w.pool.gpus) : watts;
+  // Held at the limit as run_energy holds a run (hold_at_limit), over the window's engaged time:
+  // the whole window, since every replica holds a full batch in it (its definition).
+  EnergyPool pool = at_rate(w, at_tok_s);
+  pool.engaged = w.seconds() * std::max(1, pool.dp);
+  return hold_at_limit(pool_energy(pool, p, w.seconds()), p).gpu_j() / w.seconds();
 }
 
 PowerAnchor sustained_gemm_anchor(const GpuSpec& gpu) {

@@ -63,7 +63,8 @@ bool power_window(const ServingResult& r, int max_seqs, int gpus, int dp, const 
                   std::string& why);
 
 // The GPU board watts the model gives a window (its GPUs summed; GPU energy only, as NVML counts):
-// pool_energy over the window, held at tdp_w × GPUs on the window's mean. `at_tok_s` > 0: at
+// pool_energy over the window, held at the limit by hold_at_limit (the window is working throughout,
+// so that is tdp_w × GPUs on its mean). `at_tok_s` > 0: at
 // that output rate instead of the simulated one — the window's work per token (what the model and
 // batch make each token cost) done as fast as that; its active share kept.
 double modelled_watts(const PowerWindow& w, const GpuPower& power, double at_tok_s = 0);

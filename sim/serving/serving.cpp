@@ -499,7 +499,11 @@ class ReplicaSim {
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
     if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
-    if (opt_.record_work) out_.step_work.push_back({clock, compute_busy(timing.busy), timing.tensor_work, timing.hbm_work});
+    // The replica had work from t to clock (pipelined steps overlap: only the new part counts).
+    const double engaged = std::max(0.0, clock - std::max(t, engaged_until_));
+    engaged_until_ = std::max(engaged_until_, clock);
+    out_.breakdown.engaged += engaged;
+    if (opt_.record_work) out_.step_work.push_back({clock, compute_busy(timing.busy), timing.tensor_work, timing.hbm_work, engaged});
     return clock;
   }
 
@@ -885,6 +889,7 @@ class ReplicaSim {
   const bool stop_at_admission_ = opt_.stop_at_last_admission && opt_.offline && opt_.concurrency <= 0 && opt_.decode_slots.empty();
   long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
   double pending_swap_ = 0;
+  double engaged_until_ = 0;  // when the last step that counted toward ServingBreakdown::engaged ended
   // Seconds a forward needs to stream the offloaded weights in (EngineSettings::weight_offload,
   // the slowest GPU's host link): a step lasts at least this.
   double stream_s_ = 0;   // host↔GPU swap seconds to charge to the next step

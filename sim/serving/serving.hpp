@@ -259,6 +259,7 @@ struct ServingBreakdown {
   long spec_steps = 0, spec_tokens = 0;
   double offload_stall = 0;                       // Σ seconds steps waited for offloaded weights beyond their GPU time (all replicas)           // speculative decoding: sequence-steps that verified drafts, tokens they emitted
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
+  double engaged = 0;                             // Σ over replicas of the time they had a step under way (host and GPU)
   double tensor_work = 0, hbm_work = 0;          // Σ per-GPU work at peak (StepTiming::tensor_work, hbm_work; all replicas)
   // Per link class, Σ over steps (all replicas), when ServingOptions::link_traffic: bytes carried,
   // and seconds the class's busiest link direction of each step needed (÷ step_time = how busy).
@@ -325,6 +326,7 @@ struct TimelineStep {
 // over a window of the run sums (sim/serving/energy.hpp).
 struct StepEnergyWork {
   double end = 0, active = 0, tensor_work = 0, hbm_work = 0;
+  double engaged = 0;  // the replica time this step added to ServingBreakdown::engaged
 };
 
 struct ServingResult {
