@@ -45,6 +45,15 @@ std::string readable_bytes(double b) {
   return readable(b, 3) + " " + units[u];
 }
 
+std::string binary_bytes(double b) {
+  char buf[32];
+  if (b >= (1 << 30)) std::snprintf(buf, sizeof buf, "%g GiB", b / (1 << 30));
+  else if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%g MiB", b / (1 << 20));
+  else if (b >= (1 << 10)) std::snprintf(buf, sizeof buf, "%g KiB", b / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%g B", b);
+  return buf;
+}
+
 std::string formatted(const char* format, double x) {
   char buf[128];
   const int n = std::snprintf(buf, sizeof buf, format, x);

@@ -10,6 +10,7 @@
 
 #include "common/embedded.hpp"
 #include "common/input_error.hpp"
+#include "common/readable_number.hpp"
 #include "sim/serving/power_calibration.hpp"
 #include "sim/step/collective_calibration.hpp"
 #include "sim/step/collective_cost.hpp"
@@ -66,15 +67,6 @@ std::vector<std::string> files_of(const Cluster& c, const std::string& kind, con
   return out;
 }
 
-std::string size_text(double bytes) {
-  char b[32];
-  if (bytes >= 1 << 30) std::snprintf(b, sizeof b, "%.4g GiB", bytes / (1 << 30));
-  else if (bytes >= 1 << 20) std::snprintf(b, sizeof b, "%.4g MiB", bytes / (1 << 20));
-  else if (bytes >= 1 << 10) std::snprintf(b, sizeof b, "%.4g KiB", bytes / (1 << 10));
-  else std::snprintf(b, sizeof b, "%.0f B", bytes);
-  return b;
-}
-
 void role(ValidationRow& row, const CalibrationRecord* rec, double check_target) {
   row.role = rec ? RowRole::Calibration : RowRole::Check;
   row.tolerance = rec ? kCalibrationTarget : check_target;
@@ -91,7 +83,7 @@ void nccl_rows(const Cluster& c, const std::vector<std::string>& files, std::vec
     for (const auto& p : run.points) {
       ValidationRow row;
       row.name = f + ": " + to_string(run.kind) + " on " + std::to_string(run.ranks) + " GPUs (" + std::to_string(run.hosts) +
-                 (run.hosts == 1 ? " host), " : " hosts), ") + size_text(p.bytes);
+                 (run.hosts == 1 ? " host), " : " hosts), ") + binary_bytes(p.bytes);
       row.group = "collectives";
       row.unit = "µs";
       row.published = p.seconds * 1e6;

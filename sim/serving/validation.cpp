@@ -94,14 +94,6 @@ double one_all_to_all(const StepExecutor& ex, int gpus, A2aMatrix matrix) {
   return ex.run(p).makespan;
 }
 
-std::string size_name(double bytes) {
-  char buf[32];
-  if (bytes >= GiB) std::snprintf(buf, sizeof buf, "%.0f GiB", bytes / GiB);
-  else if (bytes >= MiB) std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / MiB);
-  else std::snprintf(buf, sizeof buf, "%.0f KiB", bytes / KiB);
-  return buf;
-}
-
 // --- kernels (executor-independent: the compute model itself) ---
 
 // "gemm_bf16 curve (max_eff 0.82, half_rows 16, …)": what a kernel row set, read off the model.
@@ -196,7 +188,7 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
   auto ex = make(node);
   auto add = [&](const CollPoint& c, RowRole role, const std::string& source, const std::string& miss = "") {
     char name[96];
-    std::snprintf(name, sizeof name, "%d×H100 %s %s", c.gpus, to_string(c.kind), size_name(c.bytes).c_str());
+    std::snprintf(name, sizeof name, "%d×H100 %s %s", c.gpus, to_string(c.kind), binary_bytes(c.bytes).c_str());
     double t = one_collective(*ex, c.kind, c.gpus, c.bytes);
     rows.push_back({name, "collectives", "µs", c.us, t * 1e6, role == RowRole::Calibration ? 0.05 : 0.25, role, "",
                     source, "one collective on GPUs 0..p−1 of one DGX-H100", miss});
@@ -241,7 +233,7 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
                                            "(tree with LL128) at 186 µs and the run took 272 µs; NCCL 2.24.3's tuner may have "
                                            "chosen otherwise or its tree runs below its model at this size — not measured"
                                          : "";
-    rows.push_back({"32×H100 (4 nodes) all-reduce " + size_name(bytes), "collectives", "µs", us, t * 1e6, 0.25,
+    rows.push_back({"32×H100 (4 nodes) all-reduce " + binary_bytes(bytes), "collectives", "µs", us, t * 1e6, 0.25,
                     RowRole::Check, "", vp, "one all-reduce over 4 DGX-H100 on a rail-optimised NDR fat-tree", miss});
   }
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/input_error.hpp"
+#include "common/readable_number.hpp"
 #include "common/text_number.hpp"
 #include "sim/plan/engine.hpp"
 #include "sim/step/collective_cost.hpp"
@@ -56,15 +57,6 @@ double parse_size(const std::string& text) {
   return parse_real_in(text, "--sizes", "sizes", 1, 1e15);
 }
 
-std::string size_text(double b) {
-  char buf[32];
-  if (b >= (1 << 30)) std::snprintf(buf, sizeof buf, "%g GiB", b / (1 << 30));
-  else if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%g MiB", b / (1 << 20));
-  else if (b >= (1 << 10)) std::snprintf(buf, sizeof buf, "%g KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%g B", b);
-  return buf;
-}
-
 // nccl-tests' bus bandwidth factor: 2(p−1)/p for an all-reduce, (p−1)/p for the others.
 double bus_factor(CollKind k, int p) {
   return (k == CollKind::AllReduce ? 2.0 : 1.0) * (p - 1) / p;
@@ -98,7 +90,7 @@ void run(const CollectiveOptions& opt) {
   for (double bytes : sizes) {
     const std::vector<CollectiveTime> all = collective_candidates(c, kind, gpus, bytes, CollAlgo::Auto, {}, kernels);
     const CollectiveTime pick = collective_time(c, kind, gpus, bytes, CollAlgo::Auto, {}, kernels);
-    out << "\n" << size_text(bytes) << "\n";
+    out << "\n" << binary_bytes(bytes) << "\n";
     std::snprintf(line, sizeof line, "    %-8s %-7s %12s %12s %12s %12s %12s\n", "algo", "proto", "latency us", "transfer us",
                   "total us", "algbw GB/s", "busbw GB/s");
     out << line;
