@@ -9,9 +9,10 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "common/input_error.hpp"
 #include "common/text_number.hpp"
-#include <nlohmann/json.hpp>
 #include "topologies/cluster.hpp"
 #include "workloads/model.hpp"
 
@@ -253,13 +254,30 @@ struct ExportPool {
   std::vector<Setting> settings;
 };
 
-// Where one replica runs: its pool, first GPU, first node and node count, GPUs, port, and the
-// node-local GPU list (CUDA_VISIBLE_DEVICES).
+// Where one replica runs: its pool and index in it, first GPU, first node and node count, GPUs (in
+// all, and per node), port, and the node-local GPU list (CUDA_VISIBLE_DEVICES). launch.sh and
+// dynamo.sh describe and start it alike.
 struct ReplicaPlace {
   std::size_t pool;
-  int first, node, nodes, gpus, port;
+  int index, first, node, nodes, gpus, per_node, port;
   std::string local;
+  // "\n# prefill replica 0: GPUs 0-15 (node 0-1)\n"
+  std::string comment(const std::string& role) const {
+    return "\n# " + (role.empty() ? std::string("replica ") : role + " replica ") + std::to_string(index) + ": GPUs " + std::to_string(first) +
+           "-" + std::to_string(first + gpus - 1) + " (node " + std::to_string(node) +
+           (nodes > 1 ? "-" + std::to_string(node + nodes - 1) : "") + ")\n";
+  }
+  // SGLang's flags for its part on the replica's n-th node.
+  std::string sglang_node(int n) const {
+    return " --nnodes " + std::to_string(nodes) + " --node-rank " + std::to_string(n) + " --dist-init-addr ${NODE_" +
+           std::to_string(node) + ":-localhost}:5000";
+  }
 };
+
+// What vLLM needs said of a replica over several nodes (its multi-node launch is not one command).
+std::string vllm_multinode_note(int nodes) {
+  return "# spans " + std::to_string(nodes) + " nodes: start it with vLLM's multi-node launch (Ray, or --data-parallel-address / --headless on the others)\n";
+}
 
 // NVIDIA Dynamo in front of the plan (docs/export.md, "Dynamo"): dynamo.sh runs dynamo.frontend (the
 // OpenAI endpoint on :8000, routing round-robin or by KV overlap as the plan dispatches) and one
@@ -300,12 +318,10 @@ void add_dynamo_files(LaunchExport& out, const std::vector<ExportPool>& pools, c
                    "# worker line on its node; the workers find the frontend through Dynamo's discovery (etcd and NATS across\n"
                    "# nodes, as your Dynamo version's docs say).\n"
                    "set -euo pipefail\nMODEL=${MODEL:-" + model_path + "}\n\npython -m dynamo.frontend --http-port 8000 --router-mode " + router + " &\n";
-  int system_port = 8081, side_port = 20096, bootstrap_port = 12345, replica[2] = {0, 0};
+  int system_port = 8081, side_port = 20096, bootstrap_port = 12345;
   for (const ReplicaPlace& pl : places) {
     const ExportPool& pool = pools[pl.pool];
-    sh += "\n# " + (pool.role.empty() ? std::string("replica ") : pool.role + " replica ") + std::to_string(replica[pl.pool]++) + ": GPUs " +
-          std::to_string(pl.first) + "-" + std::to_string(pl.first + pl.gpus - 1) + " (node " + std::to_string(pl.node) +
-          (pl.nodes > 1 ? "-" + std::to_string(pl.node + pl.nodes - 1) : "") + ")\n";
+    sh += pl.comment(pool.role);
     std::string env = "CUDA_VISIBLE_DEVICES=" + pl.local + " DYN_SYSTEM_PORT=" + std::to_string(system_port++) + " ";
     if (engine == LaunchEngine::Vllm && !pool.role.empty()) env += "VLLM_NIXL_SIDE_CHANNEL_PORT=" + std::to_string(side_port++) + " ";
     std::string args;
@@ -319,16 +335,14 @@ void add_dynamo_files(LaunchExport& out, const std::vector<ExportPool>& pools, c
     }
     if (engine == LaunchEngine::Sglang && pl.nodes > 1) {
       for (int n = 0; n < pl.nodes; ++n)
-        sh += "# node " + std::to_string(pl.node + n) + "\n" + env + "python -m " + module + args + " --nnodes " + std::to_string(pl.nodes) +
-              " --node-rank " + std::to_string(n) + " --dist-init-addr ${NODE_" + std::to_string(pl.node) + ":-localhost}:5000 &\n";
+        sh += "# node " + std::to_string(pl.node + n) + "\n" + env + "python -m " + module + args + pl.sglang_node(n) + " &\n";
       continue;
     }
     if (engine == LaunchEngine::Trtllm && pl.nodes > 1) {  // (as launch.sh starts a multi-node TensorRT-LLM server)
       sh += "mpirun -n " + std::to_string(pl.gpus) + " trtllm-llmapi-launch python -m " + module + args + " &\n";
       continue;
     }
-    if (pl.nodes > 1)
-      sh += "# spans " + std::to_string(pl.nodes) + " nodes: start it with vLLM's multi-node launch (Ray, or --data-parallel-address / --headless on the others)\n";
+    if (pl.nodes > 1) sh += vllm_multinode_note(pl.nodes);
     sh += env + "python -m " + module + args + " &\n";
   }
   sh += "wait\n";
@@ -350,7 +364,7 @@ void add_dynamo_files(LaunchExport& out, const std::vector<ExportPool>& pools, c
     for (const ReplicaPlace& pl : places)
       if (pl.pool == k) {
         ++replicas;
-        per_node = static_cast<int>(std::count(pl.local.begin(), pl.local.end(), ',')) + 1;
+        per_node = pl.per_node;
         nodes = pl.nodes;
       }
     const std::string name = std::string(engine == LaunchEngine::Trtllm ? "Trtllm" : engine == LaunchEngine::Vllm ? "Vllm" : "Sglang") +
@@ -477,21 +491,17 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
       const int node = first / gpn, nodes = (replica_gpus + gpn - 1) / gpn;
       std::string gpus;
       for (int g = first; g < first + std::min(replica_gpus, gpn); ++g) gpus += (g == first ? "" : ",") + std::to_string(g % gpn);
-      places.push_back({k, first, node, nodes, replica_gpus, port, gpus});
-      launch += "\n# " + (pool.role.empty() ? std::string("replica ") : pool.role + " replica ") + std::to_string(r) + ": GPUs " +
-                std::to_string(first) + "-" + std::to_string(first + replica_gpus - 1) + " (node " + std::to_string(node) +
-                (nodes > 1 ? "-" + std::to_string(node + nodes - 1) : "") + ")\n";
+      places.push_back({k, r, first, node, nodes, replica_gpus, std::min(replica_gpus, gpn), port, gpus});
+      launch += places.back().comment(pool.role);
       std::string env = "CUDA_VISIBLE_DEVICES=" + gpus + " ";
       if (engine == LaunchEngine::Vllm) {
         launch += env + "vllm serve \"$MODEL\" --config " + pool.file + " --port " + std::to_string(port) + " &\n";
-        if (nodes > 1) launch += "# spans " + std::to_string(nodes) + " nodes: start it with vLLM's multi-node launch (Ray, or --data-parallel-address / --headless on the others)\n";
+        if (nodes > 1) launch += vllm_multinode_note(nodes);
       } else if (engine == LaunchEngine::Sglang) {
         for (int n = 0; n < nodes; ++n)
           launch += (nodes > 1 ? "# node " + std::to_string(node + n) + "\n" : "") + env +
                     "python -m sglang.launch_server --model-path \"$MODEL\" --config " + pool.file + " --port " + std::to_string(port) +
-                    (nodes > 1 ? " --nnodes " + std::to_string(nodes) + " --node-rank " + std::to_string(n) +
-                                     " --dist-init-addr ${NODE_" + std::to_string(node) + ":-localhost}:5000"
-                               : "") +
+                    (nodes > 1 ? places.back().sglang_node(n) : std::string()) +
                     " &\n";
       } else {
         launch += (nodes > 1 ? "mpirun -n " + std::to_string(replica_gpus) + " trtllm-llmapi-launch " : env) + "trtllm-serve \"$MODEL\" --extra_llm_api_options " +
