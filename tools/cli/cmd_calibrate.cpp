@@ -136,46 +136,44 @@ void run_calibrate(const CalibrateOptions& o) {
     for (std::string& s : r.sources) s = as_source(calibration_source_path(base, s), o.out);
   GpuSpec gpu = o.kernels.empty() ? base.gpu() : fit_kernels(o, base, kernel_note, records);
   if (!o.power.empty()) fit_power(o, base, gpu, kernel_note, records);
-  Cluster calibrated = base;  // (its records; the fitted values are written into its JSON below)
-  if (o.nccl_tests.empty()) {
-    if (o.out.empty()) return;
-    calibrated.set_calibration(records);
-    json j = cluster_to_json(calibrated);
-    j["gpu"] = gpu_spec_to_json(gpu);
-    j["comment"] = "GPU fitted by `shardsim calibrate`: " + kernel_note;
-    write_file_atomically(o.out, json_text(j, 2) + "\n");
-    std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
-    return;
+  // --nccl-tests: the collective efficiency the runs exercise; its note heads the file's comment.
+  std::string comment = "GPU fitted by `shardsim calibrate`: " + kernel_note;
+  const char* key = nullptr;
+  double efficiency = 0;
+  if (!o.nccl_tests.empty()) {
+    std::vector<NcclTestsRun> runs;
+    for (const auto& f : o.nccl_tests) {
+      runs.push_back(parse_nccl_tests(read_text_file(f), f));
+      if (!runs.back().kind_known)
+        throw InputError(f, "", "no \"# Collective test starting: <name>_perf\" line: rename the file or add that line to say which collective it is");
+    }
+    const EfficiencyFit fit = fit_collective_efficiency(runs, o.cluster, o.min_bytes);
+    key = fit.network ? "network" : "nvlink";
+    efficiency = fit.after;
+    std::printf("collective efficiency (%s) fitted to %d points of %zu nccl-tests run(s), sizes ≥ %.0f bytes\n", key, fit.points,
+                runs.size(), o.min_bytes);
+    std::printf("%-40s %14s %12s %12s %8s %12s %8s\n", "run", "bytes", "measured µs", "before µs", "error", "after µs", "error");
+    for (const auto& r : fit.rows)
+      std::printf("%-40s %14.0f %12.1f %12.1f %+7.1f%% %12.1f %+7.1f%%\n", r.source.c_str(), r.bytes, r.measured * 1e6, r.model_before * 1e6,
+                  100 * (r.model_before / r.measured - 1), r.model_after * 1e6, 100 * (r.model_after / r.measured - 1));
+    std::printf("\n%s: %.4f → %.4f; RMS of log(model / measured) %.3f → %.3f (a calibration: these points set it)\n", key, fit.before,
+                fit.after, fit.rms_log_before, fit.rms_log_after);
+    record(records, {std::string("collective_efficiency.") + key, "nccl-tests", fit.after, as_sources(o.nccl_tests, o.out), fit.points,
+                     o.min_bytes, fit.rms_log_before, fit.rms_log_after});
+    std::string sources;
+    for (const auto& f : o.nccl_tests) sources += (sources.empty() ? "" : ", ") + f;
+    char note[512];
+    std::snprintf(note, sizeof note, "collective_efficiency.%s %.4f fitted by `shardsim calibrate` to %d nccl-tests points (%s), RMS log error %.3f (was %.4f: %.3f)",
+                  key, fit.after, fit.points, sources.c_str(), fit.rms_log_after, fit.before, fit.rms_log_before);
+    comment = kernel_note.empty() ? std::string(note) : std::string(note) + "; GPU: " + kernel_note;
   }
-  std::vector<NcclTestsRun> runs;
-  for (const auto& f : o.nccl_tests) {
-    runs.push_back(parse_nccl_tests(read_text_file(f), f));
-    if (!runs.back().kind_known)
-      throw InputError(f, "", "no \"# Collective test starting: <name>_perf\" line: rename the file or add that line to say which collective it is");
-  }
-  const EfficiencyFit fit = fit_collective_efficiency(runs, o.cluster, o.min_bytes);
-  const char* key = fit.network ? "network" : "nvlink";
-  std::printf("collective efficiency (%s) fitted to %d points of %zu nccl-tests run(s), sizes ≥ %.0f bytes\n", key, fit.points,
-              runs.size(), o.min_bytes);
-  std::printf("%-40s %14s %12s %12s %8s %12s %8s\n", "run", "bytes", "measured µs", "before µs", "error", "after µs", "error");
-  for (const auto& r : fit.rows)
-    std::printf("%-40s %14.0f %12.1f %12.1f %+7.1f%% %12.1f %+7.1f%%\n", r.source.c_str(), r.bytes, r.measured * 1e6, r.model_before * 1e6,
-                100 * (r.model_before / r.measured - 1), r.model_after * 1e6, 100 * (r.model_after / r.measured - 1));
-  std::printf("\n%s: %.4f → %.4f; RMS of log(model / measured) %.3f → %.3f (a calibration: these points set it)\n", key, fit.before,
-              fit.after, fit.rms_log_before, fit.rms_log_after);
   if (o.out.empty()) return;
-  record(records, {std::string("collective_efficiency.") + key, "nccl-tests", fit.after, as_sources(o.nccl_tests, o.out), fit.points, o.min_bytes,
-                   fit.rms_log_before, fit.rms_log_after});
+  Cluster calibrated = base;
   calibrated.set_calibration(records);
   json j = cluster_to_json(calibrated);
-  j["collective_efficiency"][key] = fit.after;
+  if (key != nullptr) j["collective_efficiency"][key] = efficiency;
   if (!o.kernels.empty() || !o.power.empty()) j["gpu"] = gpu_spec_to_json(gpu);
-  std::string sources;
-  for (const auto& f : o.nccl_tests) sources += (sources.empty() ? "" : ", ") + f;
-  char note[512];
-  std::snprintf(note, sizeof note, "collective_efficiency.%s %.4f fitted by `shardsim calibrate` to %d nccl-tests points (%s), RMS log error %.3f (was %.4f: %.3f)",
-                key, fit.after, fit.points, sources.c_str(), fit.rms_log_after, fit.before, fit.rms_log_before);
-  j["comment"] = kernel_note.empty() ? std::string(note) : std::string(note) + "; GPU: " + kernel_note;
+  j["comment"] = comment;
   write_file_atomically(o.out, json_text(j, 2) + "\n");
   std::printf("wrote %s: use it as --cluster %s\n", o.out.c_str(), o.out.c_str());
 }
