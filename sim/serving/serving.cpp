@@ -21,6 +21,7 @@
 #include "sim/serving/scheduler.hpp"
 #include "sim/serving/step_costs.hpp"
 #include "sim/serving/step_fit.hpp"
+#include "sim/step/analytic_executor.hpp"
 #include "sim/step/schedule_summary.hpp"
 #include "sim/step/link_traffic.hpp"
 #include "sim/step/lowering.hpp"
@@ -631,21 +632,28 @@ class ReplicaSim {
   // called when steps are interpolated, never on the full tier's exact SimGrid path (the
   // program's kernels stand for whole stages, which SimgridExecutor refuses).
   AttentionCost attention_cost(const ReplicaBatch& batch) {
-    lowering_.lower_attention(batch, attention_program_);
+    AttentionCost a = attention_of(lowering_, batch);
+    if (draft_ && draft_batch_of(batch)) {  // the draft head's passes attend over the contexts too
+      const AttentionCost d = attention_of(*draft_, draft_batch_);
+      a.critical += eng_.spec_tokens * d.critical;
+      a.busy += eng_.spec_tokens * d.busy;
+      a.tensor_work += eng_.spec_tokens * d.tensor_work;
+      a.hbm_work += eng_.spec_tokens * d.hbm_work;
+    }
+    return a;
+  }
+
+  // `batch`'s core attention under `lowering`: priced at once where the executor's compute model
+  // is at hand (Lowering::price_attention), else its attention program run by the executor.
+  AttentionCost attention_of(const Lowering& lowering, const ReplicaBatch& batch) {
+    if (const AnalyticExecutor* pricer = ex_.compute_pricer()) return lowering.price_attention(batch, *pricer);
+    lowering.lower_attention(batch, attention_program_);
     const StepTiming t = ex_.run(attention_program_);
     AttentionCost a;
     for (double st : t.stage_time) a.critical += st;
     a.busy = t.busy[static_cast<std::size_t>(OpClass::Attention)];
     a.tensor_work = t.tensor_work;
     a.hbm_work = t.hbm_work;
-    if (draft_ && draft_batch_of(batch)) {  // the draft head's passes attend over the contexts too
-      draft_->lower_attention(draft_batch_, attention_program_);
-      const StepTiming d = ex_.run(attention_program_);
-      for (double st : d.stage_time) a.critical += eng_.spec_tokens * st;
-      a.busy += eng_.spec_tokens * d.busy[static_cast<std::size_t>(OpClass::Attention)];
-      a.tensor_work += eng_.spec_tokens * d.tensor_work;
-      a.hbm_work += eng_.spec_tokens * d.hbm_work;
-    }
     return a;
   }
 

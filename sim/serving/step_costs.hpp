@@ -8,7 +8,7 @@
 // ServingOptions::shape_buckets_per_octave). A step whose bucketed shape was seen reuses that
 // timing. Otherwise one mechanism serves both kinds of step it interpolates: context reaches a
 // step's cost only through its attention, and the attention of any batch is priced exactly and
-// cheaply (an AttentionEstimator: Lowering::lower_attention run by the executor, no routing), so
+// cheaply (an AttentionEstimator: Lowering::price_attention, what lower_attention run by the executor gives, no routing), so
 // an executed step of the same *family* stands for the new one once its attention is swapped for
 // the new step's. A decode-only step's family is the same bucketed decode tokens, largest
 // group's decode tokens and emitted tokens; its timing is the family's mean over at least five
@@ -29,7 +29,9 @@
 
 #include <array>
 #include <functional>
+#include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/serving/step_fit.hpp"
@@ -58,8 +60,17 @@ using ShapeKey = std::array<int, 8>;
 // A decode family: bucketed decode tokens, the largest group's, the tokens emitted, the cost class.
 using FamilyKey = std::array<int, 4>;
 
+// A shape key's hash (FNV-1a over its buckets): the cache is looked up once a step.
+struct ShapeKeyHash {
+  std::size_t operator()(const ShapeKey& k) const {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (int x : k) h = (h ^ static_cast<std::uint32_t>(x)) * 1099511628211ULL;
+    return static_cast<std::size_t>(h);
+  }
+};
+
 struct StepCache {
-  std::map<ShapeKey, StepTiming> by_shape;   // bucketed shape → timing
+  std::unordered_map<ShapeKey, StepTiming, ShapeKeyHash> by_shape;  // bucketed shape → timing
   std::map<FamilyKey, CostFamily> families;  // decode family → its executed steps
   MixedFit mixed;                                    // executed mixed steps, by stratum
   MixedFit decode{false, 1.25};                      // executed decode-only steps, by cost class (precise fits within ±25%)

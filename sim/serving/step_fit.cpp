@@ -85,8 +85,22 @@ std::vector<const Anchor*> neighbours(const std::vector<Anchor>& v, double token
 // tokens within kSlack, in outside tokens within kSlack − 1 of the tokens), when the weights are
 // an ill-posed extrapolation, or when the fit is neither precise (standard error from the scatter
 // about it) nor as steady as the line between two executed steps (Σλ² ≤ kMaxVariance).
-Eigen::VectorXd fit_weights(const std::vector<MixedFeatures>& xs, const Eigen::VectorXd& r, const MixedFeatures& x,
-                            bool steady_line) {
+// Fixed-capacity Eigen types (at most kMaxNeighbours steps, three coefficients): the fit runs
+// once per interpolated step, and heap-sized matrices made its allocations most of its cost.
+using Vec = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxNeighbours, 1>;
+using Coef = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 3, 1>;
+using Design = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxNeighbours, 3>;
+using Normal = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 3, 3>;
+struct Features {  // the neighbours' features, in a fixed array
+  MixedFeatures v[kMaxNeighbours];
+  int n = 0;
+  std::size_t size() const { return static_cast<std::size_t>(n); }
+  const MixedFeatures& operator[](std::size_t i) const { return v[i]; }
+  const MixedFeatures* begin() const { return v; }
+  const MixedFeatures* end() const { return v + n; }
+};
+
+Vec fit_weights(const Features& xs, const Vec& r, const MixedFeatures& x, bool steady_line) {
   const int n = static_cast<int>(xs.size());
   double t_lo = INFINITY, t_hi = 0, o_lo = INFINITY, o_hi = -INFINITY;
   for (const MixedFeatures& f : xs) {
@@ -100,23 +114,24 @@ Eigen::VectorXd fit_weights(const std::vector<MixedFeatures>& xs, const Eigen::V
     return {};
   const int p = o_hi - o_lo > kMinSpread * x.tokens ? 3 : 2;
   auto row = [&](const MixedFeatures& f) {
-    Eigen::VectorXd v(p);
+    Coef v(p);
     v(0) = 1;
     v(1) = f.tokens / x.tokens;
     if (p == 3) v(2) = f.outside() / x.tokens;
     return v;
   };
-  Eigen::MatrixXd X(n, p);
-  Eigen::VectorXd w(n);
+  Design X(n, p);
+  Vec w(n);
   for (int i = 0; i < n; ++i) {
     X.row(i) = row(xs[static_cast<std::size_t>(i)]).transpose();
     w(i) = std::max(0.05, 1 - std::abs(std::log2(xs[static_cast<std::size_t>(i)].tokens / x.tokens)));
   }
-  Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(X.transpose() * w.asDiagonal() * X);
+  const Normal normal = X.transpose() * w.asDiagonal() * X;
+  Eigen::CompleteOrthogonalDecomposition<Normal> cod(normal);
   cod.setThreshold(1e-9);
-  const Eigen::VectorXd lambda = (w.array() * (X * cod.solve(row(x))).array()).matrix();
+  const Vec lambda = (w.array() * (X * cod.solve(row(x))).array()).matrix();
   if (lambda.cwiseAbs().sum() > kMaxLeverage) return {};
-  const Eigen::VectorXd e = r - X * cod.solve(X.transpose() * (w.array() * r.array()).matrix());
+  const Vec e = r - X * cod.solve(X.transpose() * (w.array() * r.array()).matrix());
   if (!steady_line && n - cod.rank() < kMinDof) return {};
   const double dof = std::max(1.0, static_cast<double>(n - cod.rank()));
   const double s2 = (w.array() * e.array().square()).sum() / w.sum() * n / dof;
@@ -135,13 +150,13 @@ bool MixedFit::predict(const std::vector<int>& stratum, const MixedFeatures& x, 
   const std::vector<const Anchor*> near = neighbours(s->second, x.tokens, span_);
   const int n = static_cast<int>(near.size());
   if (n < kMinNeighbours) return false;
-  std::vector<MixedFeatures> xs;
-  Eigen::VectorXd r(n);
+  Features xs;
+  Vec r(n);
   for (int i = 0; i < n; ++i) {
-    xs.push_back(near[static_cast<std::size_t>(i)]->x);
+    xs.v[xs.n++] = near[static_cast<std::size_t>(i)]->x;
     r(i) = near[static_cast<std::size_t>(i)]->timing.makespan - near[static_cast<std::size_t>(i)]->attention.critical;
   }
-  const Eigen::VectorXd lambda = fit_weights(xs, r, x, steady_line_);
+  const Vec lambda = fit_weights(xs, r, x, steady_line_);
   if (lambda.size() == 0) return false;
   std::vector<std::pair<const StepTiming*, double>> parts;
   AttentionCost from;

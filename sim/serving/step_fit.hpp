@@ -25,20 +25,6 @@
 
 namespace shardsim {
 
-// A step's core attention: on its critical path (the slowest group's, stage after stage) and per
-// GPU — its time, and its work at peak (StepTiming::tensor_work, hbm_work).
-struct AttentionCost {
-  double critical = 0, busy = 0;
-  double tensor_work = 0, hbm_work = 0;
-  // this += w · o, field by field (a fit's weighted sum of its anchors' attention).
-  void add(const AttentionCost& o, double w) {
-    critical += w * o.critical;
-    busy += w * o.busy;
-    tensor_work += w * o.tensor_work;
-    hbm_work += w * o.hbm_work;
-  }
-};
-
 // Σ wᵢ·tᵢ field by field (weights summing to 1; negative ones allowed for a fitted line), each
 // field at least 0; kernels from the heaviest part.
 StepTiming weighted(const std::vector<std::pair<const StepTiming*, double>>& parts);

@@ -28,6 +28,10 @@ double AnalyticExecutor::op_time(const StepProgram& p, const StepOp& op) const {
   return 0;
 }
 
+double AnalyticExecutor::compute_seconds(int gpu, const StepOp& op, double share) const {
+  return compute_time(cluster_.gpu_of(gpu), op, compute_, share);
+}
+
 namespace {
 
 // Durations of one program's operations, unweighted (AnalyticExecutor::op_time), with what

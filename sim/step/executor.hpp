@@ -2,7 +2,8 @@
 //
 // Owns: StepTiming (makespan, per-stage spans, the critical path's time by operation class,
 // communication busy and exposed per GPU, expert-load imbalance), TimelineEvent (for Chrome traces),
-// and StepExecutor, the one call the serving loop makes per step.
+// AttentionCost (a step's core attention, which the fast path swaps between steps), and
+// StepExecutor, the one call the serving loop makes per step.
 // Thread-safety: executors declare it (docs/architecture.md, Conventions): AnalyticExecutor is "constant" (one instance
 // shared by threads); the SimGrid executor is "none" and lives in worker processes.
 #pragma once
@@ -82,12 +83,32 @@ void for_each_sum(A& a, B& b, F&& f) {
   }
 }
 
+// A step's core attention: on its critical path (the slowest group's, stage after stage) and per
+// GPU — its time, and its work at peak (StepTiming::tensor_work, hbm_work).
+struct AttentionCost {
+  double critical = 0, busy = 0;
+  double tensor_work = 0, hbm_work = 0;
+  // this += w · o, field by field (a fit's weighted sum of its anchors' attention).
+  void add(const AttentionCost& o, double w) {
+    critical += w * o.critical;
+    busy += w * o.busy;
+    tensor_work += w * o.tensor_work;
+    hbm_work += w * o.hbm_work;
+  }
+};
+
+class AnalyticExecutor;
+
 class StepExecutor {
  public:
   virtual ~StepExecutor() = default;
   virtual const char* name() const = 0;
   // Runs `program`; appends per-op events to `timeline` when it is not null.
   virtual StepTiming run(const StepProgram& program, std::vector<TimelineEvent>* timeline = nullptr) const = 0;
+  // The analytic executor whose compute model prices this executor's compute operations (both
+  // executors share it), so that compute alone — a step's core attention, which no transfer
+  // touches — can be priced without running a program; null when there is none.
+  virtual const AnalyticExecutor* compute_pricer() const { return nullptr; }
 };
 
 }  // namespace shardsim

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "sim/plan/memory_model.hpp"
+#include "sim/step/analytic_executor.hpp"
 #include "sim/step/batch_routing.hpp"
 #include "sim/step/micro_batches.hpp"
 #include "topologies/cluster.hpp"
@@ -288,15 +289,17 @@ void Lowering::attention(B& b, int layer, int stage, const std::vector<int>& ran
 }
 
 void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) const {
-  const Degrees& d = plan_.deg;
   prog.clear();
   prog.rank_gpu = rank_gpu_;
   prog.allreduce = plan_.engine.allreduce;
-  if (two_batch_overlap() && node_level(batch)) {  // priced as inside the step: with its compute share
-    ReplicaBatch first, second;
-    prog.compute_share = compute_share(batch, split_micro_batches(batch, first, second));
-  }
+  prog.compute_share = attention_share(batch);
   Builder b(prog, options_.group_compute);
+  attention_walk(batch, b, &prog);
+}
+
+template <class B>
+void Lowering::attention_walk(const ReplicaBatch& batch, B& b, StepProgram* prog) const {
+  const Degrees& d = plan_.deg;
   std::vector<int> ranks;
   for (int s = 0; s < d.pp; ++s) {
     const auto& layers = lowered_[static_cast<std::size_t>(s)];
@@ -307,10 +310,88 @@ void Lowering::lower_attention(const ReplicaBatch& batch, StepProgram& prog) con
     for (int a = 0; a < d.attn_dp && a < static_cast<int>(batch.groups.size()); ++a) {
       ranks.clear();
       for (int t = 0; t < d.tp; ++t) ranks.push_back(s * d.unit() + a * d.tp + t);
-      const int group = options_.group_compute && d.tp > 1 ? prog.add_group(ranks) : -1;
+      const int group = !(options_.group_compute && d.tp > 1) ? -1 : prog != nullptr ? prog->add_group(ranks) : 0;
       attention(b, layers.front().layer, s, ranks, group, batch.groups[static_cast<std::size_t>(a)]);
     }
   }
+}
+
+namespace {
+
+// Prices compute kernels as AnalyticExecutor::run() prices lower_attention()'s program, where
+// nothing depends on anything: each rank's kernels back to back from 0 on its compute stream, a
+// stage's time its slowest rank's end, busy time and work per GPU summed operation by operation
+// in program order (schedule_summary.cpp) — so the figures are the executor's to the bit, on
+// replicas whose ranks share a GPU type (a replica's always do).
+class AttentionPricer {
+ public:
+  AttentionPricer(const AnalyticExecutor& ex, const std::vector<int>& rank_gpu, double share, bool group)
+      : ex_(ex), rank_gpu_(rank_gpu), share_(share), group_(group), end_(rank_gpu.size(), 0.0),
+        ranks_(std::max(static_cast<int>(rank_gpu.size()), 1)) {}
+  void set_weight(double w) { weight_ = w; }
+  void compute_each(const std::vector<int>& ranks, int group, OpClass cls, int layer, int stage, double flops,
+                    double bytes, Dtype math, ComputeKind kernel, double rows) {
+    const StepOp op{.type = OpType::Compute, .cls = cls, .layer = layer, .stage = stage, .rank = ranks.front(),
+                    .flops = flops, .hbm_bytes = bytes, .math = math, .kernel = kernel, .rows = rows, .weight = weight_};
+    const double seconds = ex_.compute_seconds(rank_gpu_[static_cast<std::size_t>(op.rank)], op, share_);
+    if (static_cast<std::size_t>(stage) >= stage_last_.size()) stage_last_.resize(static_cast<std::size_t>(stage) + 1, 0.0);
+    if (group_ && group >= 0 && ranks.size() >= 2) {  // one operation over the group
+      double start = 0;
+      for (int r : ranks) start = std::max(start, end_[static_cast<std::size_t>(r)]);
+      run(op, ranks, start, seconds);
+    } else {
+      for (int r : ranks) {
+        one_[0] = r;
+        run(op, one_, end_[static_cast<std::size_t>(r)], seconds);
+      }
+    }
+  }
+  AttentionCost cost() const {
+    AttentionCost a = cost_;
+    for (double st : stage_last_) a.critical += st;
+    return a;
+  }
+
+ private:
+  void run(const StepOp& op, const std::vector<int>& involved, double start, double seconds) {
+    const double end = start + seconds * op.weight;
+    for (int r : involved) end_[static_cast<std::size_t>(r)] = end;
+    double& last = stage_last_[static_cast<std::size_t>(op.stage)];
+    last = std::max(last, end);
+    cost_.busy += (end - start) * static_cast<double>(involved.size()) / ranks_;
+    for (int r : involved) {
+      const ComputeWork w = compute_work(ex_.cluster().gpu_of(rank_gpu_[static_cast<std::size_t>(r)]), op);
+      cost_.tensor_work += w.tensor / ranks_;
+      cost_.hbm_work += w.hbm / ranks_;
+    }
+  }
+
+  const AnalyticExecutor& ex_;
+  const std::vector<int>& rank_gpu_;
+  double share_;
+  bool group_;
+  std::vector<double> end_;         // per rank: its last kernel's end
+  std::vector<double> stage_last_;  // per stage: its last end
+  int ranks_;
+  double weight_ = 1;
+  std::vector<int> one_{0};
+  AttentionCost cost_;
+};
+
+}  // namespace
+
+AttentionCost Lowering::price_attention(const ReplicaBatch& batch, const AnalyticExecutor& ex) const {
+  AttentionPricer pricer(ex, rank_gpu_, attention_share(batch), options_.group_compute);
+  attention_walk(batch, pricer, nullptr);
+  return pricer.cost();
+}
+
+// The compute share the attention kernels run at: inside a two-batch-overlap step whose
+// all-to-alls run node-level, what the normal kernels' SMs leave (priced as inside the step).
+double Lowering::attention_share(const ReplicaBatch& batch) const {
+  if (!(two_batch_overlap() && node_level(batch))) return 1;
+  ReplicaBatch first, second;
+  return compute_share(batch, split_micro_batches(batch, first, second));
 }
 
 // One micro-batch lowered whole: the replica's groups, the batch's routing, then stage by stage

@@ -33,9 +33,12 @@
 #include "sim/plan/plan_layout.hpp"
 #include "sim/step/expert_layout.hpp"
 #include "sim/step/batch_routing.hpp"
+#include "sim/step/executor.hpp"
 #include "sim/step/step_program.hpp"
 
 namespace shardsim {
+
+class AnalyticExecutor;
 
 struct ModelSpec;
 class Cluster;
@@ -105,6 +108,11 @@ class Lowering {
   // Σ stage_time is the attention on a step's critical path (the slowest group's, stage after
   // stage) and busy[Attention] the attention per GPU, with no routing drawn.
   void lower_attention(const ReplicaBatch& batch, StepProgram& out) const;
+  // The same attention priced at once, as `ex` prices lower_attention()'s program (Σ stage_time,
+  // busy[Attention], the work at peak) — the same sums in the same order, so the same figures —
+  // without building or running it: the serving loop prices the attention of every step it
+  // interpolates (about one per request), and the program was most of that.
+  AttentionCost price_attention(const ReplicaBatch& batch, const AnalyticExecutor& ex) const;
 
   const Plan& plan() const { return plan_; }
   int num_ranks() const { return static_cast<int>(rank_gpu_.size()); }
@@ -116,6 +124,9 @@ class Lowering {
  private:
   class WholeStep;  // lowering.cpp: one micro-batch, block by block
   void lower_whole(const ReplicaBatch& batch, StepProgram& out) const;  // one micro-batch
+  // lower_attention()'s walk, stage by stage and group by group, with `b` building or pricing.
+  template <class B>
+  void attention_walk(const ReplicaBatch& batch, B& b, StepProgram* prog) const;
   template <class B>
   void attention(B& b, int layer, int stage, const std::vector<int>& ranks, int group, const std::vector<SeqWork>& seqs) const;
   std::vector<LoweredLayer> choose_layers(const LayerRange& range, int model_moe_layers) const;
@@ -126,6 +137,7 @@ class Lowering {
   // The compute share of `batch`'s program (StepProgram::compute_share): DeepEP's normal kernels
   // hold comm_sms of the GPU's SMs while two-batch overlap computes beside them; 1 otherwise.
   double compute_share(const ReplicaBatch& batch, bool split) const;
+  double attention_share(const ReplicaBatch& batch) const;  // the attention kernels' compute share
 
   Plan plan_;
   const ModelSpec& model_;

@@ -395,6 +395,58 @@ TEST_CASE("lowering: one kernel per TP group times a step as one kernel per rank
   }
 }
 
+TEST_CASE("lowering: the attention priced at once equals its program run by the executor, to the bit") {
+  // Lowering::price_attention stands for lower_attention() + AnalyticExecutor::run in the serving
+  // loop; per rank or grouped, with stages, attention-DP groups of different sizes, and a
+  // two-batch-overlap step whose node-level all-to-alls leave the kernels part of the GPU.
+  struct Case {
+    const char* model;
+    const char* cluster;
+    const char* plan;
+    int gpus;
+  };
+  const Case cases[] = {
+      {"llama3-70b", "dgx-h100:1", "tp=4,pp=2", 8},
+      {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},
+      {"deepseek-v3", "dgx-h100:2", "tp=8,ep=16,attn_dp=2", 16},
+      {"deepseek-v3", "dgx-h100:4", "tp=1,ep=32,attn_dp=32,two_batch_overlap=on,a2a=per-node", 32},
+  };
+  for (const Case& k : cases) {
+    const ModelSpec m = load_model(k.model);
+    const Cluster c = load_cluster(k.cluster);
+    const Plan plan = plan_from_string(k.plan, k.gpus, plan_defaults(m));
+    auto routing = m.is_moe() ? make_routing("synthetic:seed=4", m.routing_shape()) : nullptr;
+    AnalyticExecutor ex(c);
+    for (bool group : {false, true}) {
+      CAPTURE(k.plan);
+      CAPTURE(group);
+      LoweringOptions o;
+      o.fold_moe_layers = 8;
+      o.group_compute = group;
+      const Lowering lo(plan, m, c, routing.get(), 0, o);
+      ReplicaBatch batch;
+      batch.groups.resize(static_cast<std::size_t>(plan.deg.attn_dp));
+      std::uint32_t req = 0;
+      for (std::size_t g = 0; g < batch.groups.size(); ++g) {
+        for (int q = 0; q < 3 + 2 * static_cast<int>(g % 5); ++q) batch.groups[g].push_back(SeqWork{req++, 300, 1, 300 + 70 * q, true, 0});
+        if (g % 2 == 0) batch.groups[g].push_back(SeqWork{req++, 0, 700, 0, false, 0});  // prompt chunks in some groups
+      }
+      StepProgram p;
+      lo.lower_attention(batch, p);
+      const StepTiming t = ex.run(p);
+      double critical = 0;
+      for (double st : t.stage_time) critical += st;
+      const AttentionCost a = lo.price_attention(batch, ex);
+      CHECK(critical > 0);
+      if (plan.engine.two_batch_overlap) CHECK(p.compute_share < 1);  // the case it exercises
+      CHECK(a.critical == critical);
+      CHECK(a.busy == t.busy[static_cast<std::size_t>(OpClass::Attention)]);
+      CHECK(a.tensor_work == t.tensor_work);
+      CHECK(a.hbm_work == t.hbm_work);
+    }
+  }
+}
+
 TEST_CASE("lowering: prompt attention runs in FP8 on an FP8 KV cache, MLA's and decode attention in BF16") {
   Cluster c = load_cluster("dgx-h100:1");
   auto attention_math = [&](const ModelSpec& m, const char* plan_text, bool decode) {
