@@ -219,7 +219,8 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
     add(c, RowRole::Check, nccl);
   add(CollPoint{CollKind::AllReduce, 2, 256 * MiB, 881.30}, RowRole::Check, nccl,
       "the small-group bandwidth penalty is fitted on all-gathers (245 GB/s bus bandwidth on 2 GPUs); 2-GPU "
-      "all-reduces reach 305 GB/s, so the penalty overshoots them at large sizes");
+      "all-reduces reach 305 GB/s, so the penalty overshoots them at large sizes. Not NVLS, which NCCL enables from 2 "
+      "GPUs: it moves 1.5 S through each GPU's port there, at least 895 us at NVLink's 450 GB/s peak");
   // Checks across nodes: 4 × DGX-H100 on NDR InfiniBand.
   Cluster four = load_cluster("dgx-h100:4");
   auto ex4 = make(four);

@@ -186,7 +186,10 @@ std::vector<CollectiveTime> collective_candidates(const Cluster& c, CollKind kin
     return out;
   }
   const Group g = group_of(c, gpus, m);
-  const bool nvls_ok = kind == CollKind::AllReduce && g.one_domain() && g.p > 2;
+  // NVLS wherever NCCL enables it for an all-reduce: one NVLink domain of at least two GPUs
+  // (src/transport/nvls.cc, ncclNvlsInit: off below two GPUs). On two it moves 1.5 S per port, so the
+  // ring wins there (NVLS's S·(1 + 1/p) against the ring's S); nothing is excluded by hand.
+  const bool nvls_ok = kind == CollKind::AllReduce && g.one_domain();
   const bool tree_ok = kind == CollKind::AllReduce;
   std::vector<CollAlgo> algos;
   switch (algo) {
