@@ -42,6 +42,14 @@ ModelSpec tiny(bool moe) {
   return m;
 }
 
+// A plan on a cluster, as the lowering tests that compare two ways of pricing a step list them.
+struct Case {
+  const char* model;
+  const char* cluster;
+  const char* plan;
+  int gpus;
+};
+
 double flops_of(const StepProgram& p, OpClass c) {
   double f = 0;
   for (const auto& op : p.ops)
@@ -341,12 +349,6 @@ TEST_CASE("lowering: shared experts run while the dispatch all-to-all is in flig
 }
 
 TEST_CASE("lowering: one kernel per TP group times a step as one kernel per rank does, with fewer operations") {
-  struct Case {
-    const char* model;
-    const char* cluster;
-    const char* plan;
-    int gpus;
-  };
   const Case cases[] = {
       {"llama3-70b", "dgx-h100:1", "tp=4,dp=2", 8},                        // dense
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},            // TP inside attention-DP, EP
@@ -399,12 +401,6 @@ TEST_CASE("lowering: the attention priced at once equals its program run by the 
   // Lowering::price_attention stands for lower_attention() + AnalyticExecutor::run in the serving
   // loop; per rank or grouped, with stages, attention-DP groups of different sizes, and a
   // two-batch-overlap step whose node-level all-to-alls leave the kernels part of the GPU.
-  struct Case {
-    const char* model;
-    const char* cluster;
-    const char* plan;
-    int gpus;
-  };
   const Case cases[] = {
       {"llama3-70b", "dgx-h100:1", "tp=4,pp=2", 8},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},
