@@ -628,32 +628,13 @@ class ReplicaSim {
     for (int e = 0; e < engines_; ++e) materialize(e);
   }
 
-  // The batch's core attention as the executor prices it inside a step (StepCosts swaps it). Only
-  // called when steps are interpolated, never on the full tier's exact SimGrid path (the
-  // program's kernels stand for whole stages, which SimgridExecutor refuses).
+  // The batch's core attention as the executor prices it inside a step (StepCosts swaps it),
+  // priced without a program by the executor's compute model (Lowering::price_attention). Only
+  // called when steps are interpolated, never on the full tier's exact SimGrid path.
   AttentionCost attention_cost(const ReplicaBatch& batch) {
-    AttentionCost a = attention_of(lowering_, batch);
-    if (draft_ && draft_batch_of(batch)) {  // the draft head's passes attend over the contexts too
-      const AttentionCost d = attention_of(*draft_, draft_batch_);
-      a.critical += eng_.spec_tokens * d.critical;
-      a.busy += eng_.spec_tokens * d.busy;
-      a.tensor_work += eng_.spec_tokens * d.tensor_work;
-      a.hbm_work += eng_.spec_tokens * d.hbm_work;
-    }
-    return a;
-  }
-
-  // `batch`'s core attention under `lowering`: priced at once where the executor's compute model
-  // is at hand (Lowering::price_attention), else its attention program run by the executor.
-  AttentionCost attention_of(const Lowering& lowering, const ReplicaBatch& batch) {
-    if (const AnalyticExecutor* pricer = ex_.compute_pricer()) return lowering.price_attention(batch, *pricer);
-    lowering.lower_attention(batch, attention_program_);
-    const StepTiming t = ex_.run(attention_program_);
-    AttentionCost a;
-    for (double st : t.stage_time) a.critical += st;
-    a.busy = t.busy[static_cast<std::size_t>(OpClass::Attention)];
-    a.tensor_work = t.tensor_work;
-    a.hbm_work = t.hbm_work;
+    AttentionCost a = lowering_.price_attention(batch, ex_.compute_pricer());
+    if (draft_ && draft_batch_of(batch))  // the draft head's passes attend over the contexts too
+      a.add(draft_->price_attention(draft_batch_, ex_.compute_pricer()), eng_.spec_tokens);
     return a;
   }
 
@@ -910,7 +891,6 @@ class ReplicaSim {
   std::vector<Armed> armed_;   // per engine
   StepTiming last_timing_;     // the timing of the last step run normally, as the loop used it
   StepProgram program_;  // reused step after step
-  StepProgram attention_program_;  // attention_cost()'s, reused
   StepProgram timeline_program_;   // a recorded step lowered whole, for its events
   StepCosts costs_;      // memoised, interpolated or executed step timings (in the run's shared cache)
   std::unique_ptr<Scheduler> sched_;  // the engine's admission, composition and preemption rules

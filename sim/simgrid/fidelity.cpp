@@ -177,7 +177,7 @@ class RemoteExecutor final : public StepExecutor {
     results_.push_back(res[0]);
     return res[0].timing;
   }
-  const AnalyticExecutor* compute_pricer() const override { return &fallback_; }
+  const AnalyticExecutor& compute_pricer() const override { return fallback_; }
 
  private:
   // Every step runs in SimGrid here, which can take minutes: say how far it got every 10 s.

@@ -314,7 +314,7 @@ StepTiming SimgridExecutor::run(const StepProgram& program, std::vector<Timeline
   return st_->run(program, timeline);
 }
 
-const AnalyticExecutor* SimgridExecutor::compute_pricer() const { return &st_->analytic; }
+const AnalyticExecutor& SimgridExecutor::compute_pricer() const { return st_->analytic; }
 
 const ContentionReport& SimgridExecutor::last_contention() const { return st_->report; }
 

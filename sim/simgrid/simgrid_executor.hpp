@@ -79,7 +79,7 @@ class SimgridExecutor final : public StepExecutor {
   // Runs `program` to completion in SimGrid (the Engine's clock keeps going; times are reported
   // from the step's start). Throws std::invalid_argument for a malformed program.
   StepTiming run(const StepProgram& program, std::vector<TimelineEvent>* timeline = nullptr) const override;
-  const AnalyticExecutor* compute_pricer() const override;
+  const AnalyticExecutor& compute_pricer() const override;
   // The contention report of the last run().
   const ContentionReport& last_contention() const;
   // When each operation of the last run ended, seconds from its start (indexed like its ops).

@@ -26,7 +26,7 @@ class AnalyticExecutor final : public StepExecutor {
   // The duration of one operation in isolation (used by tests and by the SimGrid executor's
   // compute operations, so both executors share the compute model).
   double op_time(const StepProgram& program, const StepOp& op) const;
-  const AnalyticExecutor* compute_pricer() const override { return this; }
+  const AnalyticExecutor& compute_pricer() const override { return *this; }
   // A compute operation's duration on `gpu` (a cluster GPU index) at compute share `share`, as
   // op_time() prices it on a rank of that GPU; and the cluster it prices on.
   double compute_seconds(int gpu, const StepOp& op, double share) const;

@@ -105,10 +105,10 @@ class StepExecutor {
   virtual const char* name() const = 0;
   // Runs `program`; appends per-op events to `timeline` when it is not null.
   virtual StepTiming run(const StepProgram& program, std::vector<TimelineEvent>* timeline = nullptr) const = 0;
-  // The analytic executor whose compute model prices this executor's compute operations (both
-  // executors share it), so that compute alone — a step's core attention, which no transfer
-  // touches — can be priced without running a program; null when there is none.
-  virtual const AnalyticExecutor* compute_pricer() const { return nullptr; }
+  // The analytic executor whose compute model prices this executor's compute operations (every
+  // executor shares it), so that compute alone — a step's core attention, which no transfer
+  // touches — is priced without running a program (Lowering::price_attention).
+  virtual const AnalyticExecutor& compute_pricer() const = 0;
 };
 
 }  // namespace shardsim

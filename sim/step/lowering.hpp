@@ -108,6 +108,8 @@ class Lowering {
   // Σ stage_time is the attention on a step's critical path (the slowest group's, stage after
   // stage) and busy[Attention] the attention per GPU, with no routing drawn.
   void lower_attention(const ReplicaBatch& batch, StepProgram& out) const;
+  // (The serving loop prices attention with price_attention below; this program is its
+  // definition, which tests run through the executor to hold the two equal.)
   // The same attention priced at once, as `ex` prices lower_attention()'s program (Σ stage_time,
   // busy[Attention], the work at peak) — the same sums in the same order, so the same figures —
   // without building or running it: the serving loop prices the attention of every step it
