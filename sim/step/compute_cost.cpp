@@ -32,25 +32,6 @@ KernelCurveId curve_id(ComputeKind kind, Dtype math) {
   return KernelCurveId::Memory;
 }
 
-const KernelCurve& ComputeModel::curve(KernelCurveId id) const {
-  switch (id) {
-    case KernelCurveId::GemmBf16: return gemm_bf16;
-    case KernelCurveId::GemmFp8: return gemm_fp8;
-    case KernelCurveId::GemmFp4: return gemm_fp4;
-    case KernelCurveId::AttnPrefill: return attn_prefill;
-    case KernelCurveId::AttnPrefillFp8: return attn_prefill_fp8;
-    case KernelCurveId::AttnDecode: return attn_decode;
-    case KernelCurveId::AttnDecodeMla: return attn_decode_mla;
-    case KernelCurveId::AttnDecodeMlaFp8: return attn_decode_mla_fp8;
-    case KernelCurveId::MoeBf16: return gemm_bf16;  // grouped GEMMs: the GEMM curves (gpu_curve: unless measured)
-    case KernelCurveId::MoeFp8: return gemm_fp8;
-    case KernelCurveId::MoeFp4: return gemm_fp4;
-    case KernelCurveId::Memory:
-    case KernelCurveId::Count: break;
-  }
-  return memory;
-}
-
 namespace {
 // The GEMM curve a grouped-GEMM curve falls back to on a GPU that has no table of its own.
 KernelCurveId gemm_of(KernelCurveId id) {
@@ -62,6 +43,25 @@ KernelCurveId gemm_of(KernelCurveId id) {
   }
 }
 }  // namespace
+
+const KernelCurve& ComputeModel::curve(KernelCurveId id) const {
+  switch (id) {
+    case KernelCurveId::GemmBf16: return gemm_bf16;
+    case KernelCurveId::GemmFp8: return gemm_fp8;
+    case KernelCurveId::GemmFp4: return gemm_fp4;
+    case KernelCurveId::AttnPrefill: return attn_prefill;
+    case KernelCurveId::AttnPrefillFp8: return attn_prefill_fp8;
+    case KernelCurveId::AttnDecode: return attn_decode;
+    case KernelCurveId::AttnDecodeMla: return attn_decode_mla;
+    case KernelCurveId::AttnDecodeMlaFp8: return attn_decode_mla_fp8;
+    case KernelCurveId::MoeBf16:  // grouped GEMMs: the GEMM curves (gpu_curve: unless measured)
+    case KernelCurveId::MoeFp8:
+    case KernelCurveId::MoeFp4: return curve(gemm_of(id));
+    case KernelCurveId::Memory:
+    case KernelCurveId::Count: break;
+  }
+  return memory;
+}
 
 const KernelCurve& kernel_curve(const ComputeModel& m, ComputeKind kind, Dtype math) { return m.curve(curve_id(kind, math)); }
 
