@@ -27,25 +27,25 @@ int value_index(const json& v, std::size_t size) {
 }
 
 
-constexpr const char* kSource = "problem";
+constexpr const char* kProblemSource = "problem";
 
 }  // namespace
 
 ProblemOptions parse_problem_options(const json& options) {
-  if (!options.is_object()) throw InputError(kSource, "", "expected an object of search options, got " + std::string(options.type_name()));
+  if (!options.is_object()) throw InputError(kProblemSource, "", "expected an object of search options, got " + std::string(options.type_name()));
   ProblemOptions o;
   o.in.requests = 300;  // as `shardsim search`
-  OptionReader().add(sim_option_decls(), o.in).add(problem_option_decls(), static_cast<ProblemSettings&>(o)).read(options, kSource);
+  OptionReader().add(sim_option_decls(), o.in).add(problem_option_decls(), static_cast<ProblemSettings&>(o)).read(options, kProblemSource);
   // The tier and the objective are read where their names live; their errors name the option.
   Objective objective{};
   try {
     o.tier = parse_tier(o.fidelity, "fidelity");
     objective = parse_objective(o.objective, "objective");
   } catch (const InputError& e) {
-    throw InputError(kSource, "/" + e.source(), e.field() + ": " + e.reason());
+    throw InputError(kProblemSource, "/" + e.source(), e.field() + ": " + e.reason());
   }
   if (objective_sets_load(objective) && (o.in.rate > 0 || o.in.concurrency > 0 || o.in.offline))
-    throw InputError(kSource, "/objective",
+    throw InputError(kProblemSource, "/objective",
                      std::string(objective_name(objective)) + " chooses the load itself: drop rate, concurrency and offline");
   o.given = options;
   return o;
@@ -53,7 +53,7 @@ ProblemOptions parse_problem_options(const json& options) {
 
 EvalProblem::EvalProblem(const json& options, WorkerPool* pool) : opt_(parse_problem_options(options)) {
   if (opt_.tier != Tier::Analytic && !pool)
-    throw InputError(kSource, "/fidelity", opt_.fidelity + " needs the SimGrid worker pool, which this process did not start");
+    throw InputError(kProblemSource, "/fidelity", opt_.fidelity + " needs the SimGrid worker pool, which this process did not start");
   L_ = load_inputs(opt_.in);
   so_ = L_.serving;
   so_.offline = search_replays_offline(opt_.in, opt_.objective, opt_.online);

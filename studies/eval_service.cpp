@@ -10,7 +10,7 @@ namespace shardsim {
 
 namespace {
 
-constexpr const char* kSource = "request";
+constexpr const char* kRequestSource = "request";
 
 json error_reply(const json& id, const std::string& source, const std::string& field, const std::string& message) {
   return {{"id", id}, {"ok", false}, {"error", {{"source", source}, {"field", field}, {"message", message}}}};
@@ -18,21 +18,21 @@ json error_reply(const json& id, const std::string& source, const std::string& f
 
 const json& member(const json& req, const char* key) {
   auto it = req.find(key);
-  if (it == req.end()) throw InputError(kSource, std::string("/") + key, "missing");
+  if (it == req.end()) throw InputError(kRequestSource, std::string("/") + key, "missing");
   return *it;
 }
 
 // The request's "plans": an array, checked here once for every backend (eval_backend.hpp).
 const json& plans_of(const json& req) {
   const json& plans = member(req, "plans");
-  if (!plans.is_array()) throw InputError(kSource, "/plans", "expected an array of plans");
+  if (!plans.is_array()) throw InputError(kRequestSource, "/plans", "expected an array of plans");
   return plans;
 }
 
 std::string text_of(const json& req, const char* key, const std::string& fallback) {
   auto it = req.find(key);
   if (it == req.end()) return fallback;
-  if (!it->is_string()) throw InputError(kSource, std::string("/") + key, "expected a string");
+  if (!it->is_string()) throw InputError(kRequestSource, std::string("/") + key, "expected a string");
   return it->get<std::string>();
 }
 
@@ -40,7 +40,7 @@ long integer_of(const json& req, const char* key, long fallback, long lo, long h
   auto it = req.find(key);
   if (it == req.end()) return fallback;
   if (!it->is_number_integer() || it->get<long>() < lo || it->get<long>() > hi)
-    throw InputError(kSource, std::string("/") + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    throw InputError(kRequestSource, std::string("/") + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return it->get<long>();
 }
 
@@ -50,26 +50,26 @@ EvalService::EvalService(ProblemOpener open) : open_(std::move(open)) {}
 EvalService::~EvalService() = default;
 
 const EvalProblemApi& EvalService::problem() const {
-  if (!problem_) throw InputError(kSource, "/op", "no problem is open (send {\"op\": \"open\", \"problem\": {…}} first)");
+  if (!problem_) throw InputError(kRequestSource, "/op", "no problem is open (send {\"op\": \"open\", \"problem\": {…}} first)");
   return *problem_;
 }
 
 EvalStudyApi& EvalService::study(const json& req) {
   problem();
-  if (studies_.empty()) throw InputError(kSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
+  if (studies_.empty()) throw InputError(kRequestSource, "/op", "no study is started (send {\"op\": \"study\", \"budget\": N} first)");
   if (!req.contains("study")) return *studies_.rbegin()->second;
   const long n = integer_of(req, "study", 0, 1, next_study_ - 1);
   auto it = studies_.find(n);
-  if (it == studies_.end()) throw InputError(kSource, "/study", "no study " + std::to_string(n) + " (a new problem ends the old one's studies)");
+  if (it == studies_.end()) throw InputError(kRequestSource, "/study", "no study " + std::to_string(n) + " (a new problem ends the old one's studies)");
   return *it->second;
 }
 
 json EvalService::handle(const json& request) {
   const json id = request.is_object() && request.contains("id") ? request["id"] : json(nullptr);
   try {
-    if (!request.is_object()) throw InputError(kSource, "", "expected a JSON object");
+    if (!request.is_object()) throw InputError(kRequestSource, "", "expected a JSON object");
     const std::string op = text_of(request, "op", "");
-    if (op.empty()) throw InputError(kSource, "/op", "missing");
+    if (op.empty()) throw InputError(kRequestSource, "/op", "missing");
     json reply;
     if (op == "open" || op == "study" || op == "close") {
       std::unique_lock<std::shared_mutex> lock(mu_);
@@ -94,7 +94,7 @@ json EvalService::handle(const json& request) {
 std::string EvalService::handle_text(const std::string& line) {
   json request;
   try {
-    request = parse_json(line, kSource);
+    request = parse_json(line, kRequestSource);
   } catch (const InputError& e) {
     return json_text(error_reply(nullptr, e.source(), e.field(), std::string("not JSON: ") + e.what()));
   }
@@ -102,7 +102,7 @@ std::string EvalService::handle_text(const std::string& line) {
 }
 
 std::string EvalService::refusal(const std::string& message) const {
-  return json_text(error_reply(nullptr, kSource, "", message));
+  return json_text(error_reply(nullptr, kRequestSource, "", message));
 }
 
 json EvalService::score_list(const json& req, bool counted) {
@@ -144,7 +144,7 @@ json EvalService::dispatch(const std::string& op, const json& req) {
     o.seeds = text_of(req, "seeds", "3");
     o.reference = text_of(req, "reference", "");
     o.threads = static_cast<int>(integer_of(req, "threads", 1, 1, 1024));
-    if (req.contains("log_evals") && !req["log_evals"].is_boolean()) throw InputError(kSource, "/log_evals", "expected true or false");
+    if (req.contains("log_evals") && !req["log_evals"].is_boolean()) throw InputError(kRequestSource, "/log_evals", "expected true or false");
     o.log_evals = req.value("log_evals", false);
     return study(req).report(o);
   }
@@ -152,7 +152,7 @@ json EvalService::dispatch(const std::string& op, const json& req) {
     closed_ = true;
     return json::object();
   }
-  throw InputError(kSource, "/op", op + ": unknown operation (expected open, space, score, simulate, study, evaluate, report or close)");
+  throw InputError(kRequestSource, "/op", op + ": unknown operation (expected open, space, score, simulate, study, evaluate, report or close)");
 }
 
 }  // namespace shardsim

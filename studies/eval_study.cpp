@@ -16,7 +16,7 @@ namespace shardsim {
 
 namespace {
 
-constexpr const char* kSource = "study";
+constexpr const char* kStudySource = "study";
 
 bool is_builtin(const std::string& name) {
   const auto names = optimizer_names();
@@ -44,7 +44,7 @@ class ProblemEvaluator : public Evaluator {
 }  // namespace
 
 EvalStudy::EvalStudy(const EvalProblem& problem, long budget) : problem_(problem), budget_(budget) {
-  if (budget < 1 || budget > 10'000'000) throw InputError(kSource, "/budget", "expected 1 … 10,000,000 evaluations per run");
+  if (budget < 1 || budget > 10'000'000) throw InputError(kStudySource, "/budget", "expected 1 … 10,000,000 evaluations per run");
 }
 
 ResolvedPlan EvalStudy::resolve_in_space(const json& plan, const std::string& field) const {
@@ -64,16 +64,16 @@ ResolvedPlan EvalStudy::resolve_in_space(const json& plan, const std::string& fi
 }
 
 long EvalStudy::reserve(const std::string& optimizer, std::uint64_t seed, const std::vector<ResolvedPlan>& plans) {
-  if (optimizer.empty()) throw InputError(kSource, "/optimizer", "an outside optimizer needs a name");
+  if (optimizer.empty()) throw InputError(kStudySource, "/optimizer", "an outside optimizer needs a name");
   if (const std::string why = name_problem(optimizer); !why.empty())
-    throw InputError(kSource, "/optimizer", "an optimizer's name " + why);
+    throw InputError(kStudySource, "/optimizer", "an optimizer's name " + why);
   if (is_builtin(optimizer))
-    throw InputError(kSource, "/optimizer", optimizer + " is a built-in optimizer: an outside optimizer needs another name");
+    throw InputError(kStudySource, "/optimizer", optimizer + " is a built-in optimizer: an outside optimizer needs another name");
   std::lock_guard<std::mutex> lock(mu_);
   OutsideRun& r = runs_[std::make_pair(optimizer, seed)];
   const long used = static_cast<long>(r.genes.size());
   if (used + static_cast<long>(plans.size()) > budget_)
-    throw InputError(kSource, "/budget", optimizer + " seed " + std::to_string(seed) + " has " + std::to_string(budget_ - used) +
+    throw InputError(kStudySource, "/budget", optimizer + " seed " + std::to_string(seed) + " has " + std::to_string(budget_ - used) +
                                              " of its " + std::to_string(budget_) + " evaluations left, asked for " +
                                              std::to_string(plans.size()));
   for (const auto& p : plans) {  // in call order; the scores fill in as they come
@@ -114,11 +114,11 @@ std::vector<json> EvalStudy::evaluate_many(const std::string& optimizer, std::ui
 }
 
 json EvalStudy::report(const StudyReportOptions& o) const {
-  if (o.out.empty()) throw InputError(kSource, "/out", "a study folder is required");
+  if (o.out.empty()) throw InputError(kStudySource, "/out", "a study folder is required");
   const SearchSpace& space = problem_.space();
   std::vector<std::string> names = split_list(o.optimizers);
   for (const auto& n : names)
-    if (!is_builtin(n)) throw InputError(kSource, "/optimizers", n + " is not a built-in optimizer (outside runs join by their evaluations)");
+    if (!is_builtin(n)) throw InputError(kStudySource, "/optimizers", n + " is not a built-in optimizer (outside runs join by their evaluations)");
   std::vector<SearchRun> runs = make_runs(names, problem_.rules(), space, parse_seeds(o.seeds));
   std::vector<std::vector<ReplayEval>> replay(runs.size());
   {
@@ -130,11 +130,11 @@ json EvalStudy::report(const StudyReportOptions& o) const {
       replay.push_back(std::move(rp));
     }
   }
-  if (runs.empty()) throw InputError(kSource, "/optimizers", "nothing to report: no outside evaluations and no built-in optimizer");
+  if (runs.empty()) throw InputError(kStudySource, "/optimizers", "nothing to report: no outside evaluations and no built-in optimizer");
   if (!o.reference.empty()) {
     bool found = false;
     for (const auto& r : runs) found = found || (r.optimizer == o.reference && r.optimizer != "megatron" && r.optimizer != "exhaustive");
-    if (!found) throw InputError(kSource, "/reference", o.reference + " is not a stochastic or outside optimizer of this report");
+    if (!found) throw InputError(kStudySource, "/reference", o.reference + " is not a stochastic or outside optimizer of this report");
   }
   SearchSettings settings;
   settings.budget = budget_;
@@ -143,7 +143,7 @@ json EvalStudy::report(const StudyReportOptions& o) const {
   OptimizerParams params;
   settings.params = &params;
   settings.replay = &replay;
-  settings.replay_source = kSource;
+  settings.replay_source = kStudySource;
   const ProblemEvaluator evaluator(problem_);
   SearchOutcome out = run_search(space, evaluator, runs, settings);
   out.replayed = 0;  // the outside runs' scores, not a resumed journal

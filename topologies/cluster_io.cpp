@@ -36,7 +36,7 @@ constexpr LinkClass kAllClasses[] = {LinkClass::NvLink,    LinkClass::NicLink,  
 
 enum class FamilyKind { Nodes, Domains, Torus, Dragonfly };
 
-struct Family {
+struct ClusterFamily {
   const char* name;
   FamilyKind kind;
   const char* gpu;      // preset name
@@ -46,7 +46,7 @@ struct Family {
   const char* size;     // how the part after ':' is written
 };
 
-constexpr Family kFamilies[] = {
+constexpr ClusterFamily kClusterFamilies[] = {
     {"dgx-h100", FamilyKind::Nodes, "H100-SXM-80GB", 8, 50e9, true, "N"},
     {"dgx-h200", FamilyKind::Nodes, "H200-SXM-141GB", 8, 50e9, true, "N"},
     {"dgx-b200", FamilyKind::Nodes, "B200", 8, 50e9, true, "N"},
@@ -58,18 +58,18 @@ constexpr Family kFamilies[] = {
     {"dragonfly", FamilyKind::Dragonfly, "H100-SXM-80GB", 8, 50e9, false, "G"},
 };
 
-const Family* find_family(const std::string& spec) {
+const ClusterFamily* find_family(const std::string& spec) {
   auto colon = spec.find(':');
   if (colon == std::string::npos) return nullptr;
   const std::string name = lowercase(spec.substr(0, colon));
-  for (const auto& f : kFamilies)
+  for (const auto& f : kClusterFamilies)
     if (name == f.name) return &f;
   return nullptr;
 }
 
 std::string family_list() {
   std::string s;
-  for (const auto& f : kFamilies) s += std::string(s.empty() ? "" : ", ") + f.name + ":" + f.size;
+  for (const auto& f : kClusterFamilies) s += std::string(s.empty() ? "" : ", ") + f.name + ":" + f.size;
   return s;
 }
 
@@ -122,7 +122,7 @@ std::int64_t parse_int(const std::string& spec, const std::string& key, const st
   return v;
 }
 
-double parse_double(const std::string& spec, const std::string& key, const std::string& text) {
+double spec_double(const std::string& spec, const std::string& key, const std::string& text) {
   double v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || !std::isfinite(v))
@@ -382,16 +382,16 @@ bool is_cluster_shorthand(const std::string& spec) { return find_family(spec) !=
 namespace {
 
 // The fat-tree keys of a node or domain family's shorthand (oversub, radix, levels, rails, nic_bw).
-FatTreeParams fat_tree_keys(Options& opt, const std::string& spec, const Family& fam) {
+FatTreeParams fat_tree_keys(Options& opt, const std::string& spec, const ClusterFamily& fam) {
   std::string v;
   FatTreeParams p;
   p.rail_optimized = fam.rails;
   p.nic_bw = fam.nic_bw;
-  if (opt.take("oversub", v, "oversubscription")) p.oversubscription = parse_double(spec, "oversub", v);
+  if (opt.take("oversub", v, "oversubscription")) p.oversubscription = spec_double(spec, "oversub", v);
   if (opt.take("radix", v)) p.radix = to_int(parse_int(spec, "radix", v, 0, 1 << 20));
   if (opt.take("levels", v)) p.levels = to_int(parse_int(spec, "levels", v, 0, 1000));
   if (opt.take("rails", v)) p.rail_optimized = parse_bool(spec, "rails", v);
-  if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+  if (opt.take("nic_bw", v)) p.nic_bw = spec_double(spec, "nic_bw", v);
   return p;
 }
 
@@ -400,10 +400,10 @@ FatTreeParams fat_tree_keys(Options& opt, const std::string& spec, const Family&
 Cluster cluster_from_mixed_shorthand(const std::string& spec) {
   const std::vector<std::string> parts = split(spec, '+');
   std::vector<GpuSpec> node_gpus;
-  const Family* first = nullptr;
+  const ClusterFamily* first = nullptr;
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Family* fam = find_family(parts[i]);
+    const ClusterFamily* fam = find_family(parts[i]);
     if (!fam) throw InputError(spec, "size", "\"" + parts[i] + "\" is not a node shorthand (FAMILY:N); known: " + family_list());
     if (fam->kind != FamilyKind::Nodes)
       throw InputError(spec, "size", std::string(fam->name) + ": only node families (dgx-h100, dgx-h200, …) can be joined with '+'");
@@ -435,7 +435,7 @@ Cluster cluster_from_mixed_shorthand(const std::string& spec) {
 
 Cluster cluster_from_shorthand(const std::string& spec) {
   if (spec.find('+') != std::string::npos) return cluster_from_mixed_shorthand(spec);
-  const Family* fam = find_family(spec);
+  const ClusterFamily* fam = find_family(spec);
   if (!fam) throw InputError(spec, "", "not a cluster shorthand; known: " + family_list());
   const std::vector<std::string> items = split(spec.substr(spec.find(':') + 1), ',');
   const std::string size = items[0];
@@ -466,8 +466,8 @@ Cluster cluster_from_shorthand(const std::string& spec) {
       case FamilyKind::Torus: {
         TorusParams p;
         if (opt.take("gpus", v)) gpn = to_int(parse_int(spec, "gpus", v, 1, kMaxClusterGpus));
-        if (opt.take("link_bw", v)) p.link_bw = parse_double(spec, "link_bw", v);
-        if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+        if (opt.take("link_bw", v)) p.link_bw = spec_double(spec, "link_bw", v);
+        if (opt.take("nic_bw", v)) p.nic_bw = spec_double(spec, "nic_bw", v);
         opt.finish("gpus, link_bw, nic_bw, gpu");
         p.dims.clear();
         for (const auto& d : split(lowercase(size), 'x'))
@@ -480,9 +480,9 @@ Cluster cluster_from_shorthand(const std::string& spec) {
         if (opt.take("routers", v)) p.routers_per_group = to_int(parse_int(spec, "routers", v, 1, 1024));
         if (opt.take("nodes", v)) p.nodes_per_router = to_int(parse_int(spec, "nodes", v, 1, 1024));
         if (opt.take("global", v)) p.global_links_per_router = to_int(parse_int(spec, "global", v, 0, 1024));
-        if (opt.take("local_bw", v)) p.local_bw = parse_double(spec, "local_bw", v);
-        if (opt.take("global_bw", v)) p.global_bw = parse_double(spec, "global_bw", v);
-        if (opt.take("nic_bw", v)) p.nic_bw = parse_double(spec, "nic_bw", v);
+        if (opt.take("local_bw", v)) p.local_bw = spec_double(spec, "local_bw", v);
+        if (opt.take("global_bw", v)) p.global_bw = spec_double(spec, "global_bw", v);
+        if (opt.take("nic_bw", v)) p.nic_bw = spec_double(spec, "nic_bw", v);
         opt.finish("routers, nodes, global, gpus, local_bw, global_bw, nic_bw, gpu");
         p.groups = to_int(parse_int(spec, "size", size, 1, kMaxClusterGpus));
         return generate_dragonfly(gpu, gpn, p, lat, ctx);

@@ -26,7 +26,7 @@ struct Setting {
   std::string key, value;
 };
 
-std::string num(double v) {
+std::string launch_num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.10g", v);
   return b;
@@ -63,117 +63,117 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
   if (s.max_output > 0) lose("max_output: a client's max_tokens, not a server setting");
 
   if (e == LaunchEngine::Vllm) {
-    add("tensor-parallel-size", num(d.tp));
-    if (d.pp > 1) add("pipeline-parallel-size", num(d.pp));
-    if (d.attn_dp > 1) add("data-parallel-size", num(d.attn_dp));
+    add("tensor-parallel-size", launch_num(d.tp));
+    if (d.pp > 1) add("pipeline-parallel-size", launch_num(d.pp));
+    if (d.attn_dp > 1) add("data-parallel-size", launch_num(d.attn_dp));
     if (m.is_moe() && d.ep > 1) {
       add("enable-expert-parallel", "true");  // EP = TP × DP inside one server
-      if (d.etp > 1) lose("etp=" + num(d.etp) + " beside ep=" + num(d.ep) + ": vLLM's expert parallelism spans TP × DP (etp 1)");
+      if (d.etp > 1) lose("etp=" + launch_num(d.etp) + " beside ep=" + launch_num(d.ep) + ": vLLM's expert parallelism spans TP × DP (etp 1)");
       if (s.a2a == A2aKernel::PerNode) add("all2all-backend", "deepep_high_throughput");
       if (s.a2a == A2aKernel::Auto)
         lose("a2a=auto: vLLM runs one all-to-all backend for prefill and decode (deepep_high_throughput or deepep_low_latency)");
     }
-    add("max-num-seqs", num(s.max_seqs));
-    add("max-num-batched-tokens", num(s.max_batch_tokens));
-    add("max-model-len", num(s.max_context));
+    add("max-num-seqs", launch_num(s.max_seqs));
+    add("max-num-batched-tokens", launch_num(s.max_batch_tokens));
+    add("max-model-len", launch_num(s.max_context));
     // (vLLM's --config drops a `false`: a switch is turned off by its no- form)
     if (s.prefill_chunk > 0) add("enable-chunked-prefill", "true");
     else add("no-enable-chunked-prefill", "true");
     if (s.prefill_chunk > 0 && s.prefill_chunk < s.max_batch_tokens)
-      add("long-prefill-token-threshold", num(s.prefill_chunk));
-    if (s.kv_budget == KvBudget::TotalFraction) add("gpu-memory-utilization", num(s.kv_fraction));
+      add("long-prefill-token-threshold", launch_num(s.prefill_chunk));
+    if (s.kv_budget == KvBudget::TotalFraction) add("gpu-memory-utilization", launch_num(s.kv_fraction));
     else lose("kv_budget=free-fraction: vLLM budgets a fraction of the whole GPU (gpu-memory-utilization)");
     add("kv-cache-dtype", fp8_kv ? "fp8" : "auto");
     if (fp8_weights) add("quantization", "fp8");
-    add("block-size", num(s.kv_block));
+    add("block-size", launch_num(s.kv_block));
     add(s.prefix_cache ? "enable-prefix-caching" : "no-enable-prefix-caching", "true");
     if (!s.cuda_graphs) add("enforce-eager", "true");
     if (s.allreduce == AllReduceKernels::Nccl) add("disable-custom-all-reduce", "true");
     if (p.redundant_experts > 0) {
       add("enable-eplb", "true");
-      add("eplb-config", "{\"num_redundant_experts\": " + num(p.redundant_experts) + "}");
+      add("eplb-config", "{\"num_redundant_experts\": " + launch_num(p.redundant_experts) + "}");
     }
     if (s.spec_tokens > 0)
-      add("speculative-config", "{\"method\": \"mtp\", \"num_speculative_tokens\": " + num(s.spec_tokens) + "}");
-    if (s.weight_offload > 0) add("cpu-offload-gb", num(s.weight_offload / 1e9));
+      add("speculative-config", "{\"method\": \"mtp\", \"num_speculative_tokens\": " + launch_num(s.spec_tokens) + "}");
+    if (s.weight_offload > 0) add("cpu-offload-gb", launch_num(s.weight_offload / 1e9));
     if (s.two_batch_overlap) add("enable-dbo", "true");
     if (!role.empty()) add("kv-transfer-config", "{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}");
     if (s.policy == KvPolicy::Reserve) lose("policy=reserve: vLLM allocates KV blocks on demand and preempts (recompute)");
   } else if (e == LaunchEngine::Sglang) {
-    add("tp-size", num(d.tp * d.attn_dp));  // SGLang's TP size counts the attention-DP ranks
+    add("tp-size", launch_num(d.tp * d.attn_dp));  // SGLang's TP size counts the attention-DP ranks
     if (d.attn_dp > 1) {
-      add("dp-size", num(d.attn_dp));
+      add("dp-size", launch_num(d.attn_dp));
       add("enable-dp-attention", "true");
     }
-    if (d.pp > 1) add("pp-size", num(d.pp));
+    if (d.pp > 1) add("pp-size", launch_num(d.pp));
     if (m.is_moe() && d.ep > 1) {
-      add("ep-size", num(d.ep));
-      if (d.etp > 1) lose("etp=" + num(d.etp) + " beside ep=" + num(d.ep) + ": SGLang's expert parallelism spans its TP size (etp 1)");
+      add("ep-size", launch_num(d.ep));
+      if (d.etp > 1) lose("etp=" + launch_num(d.etp) + " beside ep=" + launch_num(d.ep) + ": SGLang's expert parallelism spans its TP size (etp 1)");
       if (s.a2a != A2aKernel::PerRank) {  // (DeepEP sets ep-size to tp-size)
         add("moe-a2a-backend", "deepep");
         add("deepep-mode", s.a2a == A2aKernel::PerNode ? "normal" : "auto");
       }
     }
-    add("max-running-requests", num(s.max_seqs));
-    add("max-prefill-tokens", num(s.max_batch_tokens));
-    add("chunked-prefill-size", num(s.prefill_chunk > 0 ? s.prefill_chunk : -1));
-    add("context-length", num(s.max_context));
-    if (s.kv_budget == KvBudget::TotalFraction) add("mem-fraction-static", num(s.kv_fraction));
+    add("max-running-requests", launch_num(s.max_seqs));
+    add("max-prefill-tokens", launch_num(s.max_batch_tokens));
+    add("chunked-prefill-size", launch_num(s.prefill_chunk > 0 ? s.prefill_chunk : -1));
+    add("context-length", launch_num(s.max_context));
+    if (s.kv_budget == KvBudget::TotalFraction) add("mem-fraction-static", launch_num(s.kv_fraction));
     else lose("kv_budget=free-fraction: SGLang budgets a fraction of the whole GPU (mem-fraction-static)");
     add("kv-cache-dtype", fp8_kv ? "fp8_e4m3" : "auto");
     if (fp8_weights) add("quantization", "fp8");
-    add("page-size", num(s.kv_block));
+    add("page-size", launch_num(s.kv_block));
     if (!s.prefix_cache) add("disable-radix-cache", "true");
     if (!s.cuda_graphs) add("disable-cuda-graph", "true");
     if (s.allreduce == AllReduceKernels::Nccl) add("disable-custom-all-reduce", "true");
     if (s.two_batch_overlap) add("enable-two-batch-overlap", "true");
     if (p.redundant_experts > 0) {
       add("enable-eplb", "true");
-      add("ep-num-redundant-experts", num(p.redundant_experts));
+      add("ep-num-redundant-experts", launch_num(p.redundant_experts));
     }
     if (s.spec_tokens > 0) {
       add("speculative-algorithm", (m.attention == AttentionKind::MLA) ? "NEXTN" : "EAGLE");
-      add("speculative-num-steps", num(s.spec_tokens));
+      add("speculative-num-steps", launch_num(s.spec_tokens));
       add("speculative-eagle-topk", "1");
-      add("speculative-num-draft-tokens", num(s.spec_tokens + 1));
+      add("speculative-num-draft-tokens", launch_num(s.spec_tokens + 1));
     }
-    if (s.weight_offload > 0) add("cpu-offload-gb", num(s.weight_offload / 1e9));
+    if (s.weight_offload > 0) add("cpu-offload-gb", launch_num(s.weight_offload / 1e9));
     if (s.kv_host > 0) {
       add("enable-hierarchical-cache", "true");
-      add("hicache-size", num(s.kv_host / 1e9));
+      add("hicache-size", launch_num(s.kv_host / 1e9));
     }
     if (!role.empty()) add("disaggregation-mode", role);
     if (s.policy == KvPolicy::Reserve) lose("policy=reserve: SGLang admits by its new_token_ratio estimate and retracts when out of KV");
   } else {
-    add("tensor_parallel_size", num(d.tp * d.attn_dp));  // with attention DP, every rank of the unit
-    if (d.pp > 1) add("pipeline_parallel_size", num(d.pp));
+    add("tensor_parallel_size", launch_num(d.tp * d.attn_dp));  // with attention DP, every rank of the unit
+    if (d.pp > 1) add("pipeline_parallel_size", launch_num(d.pp));
     if (m.is_moe()) {
-      add("moe_expert_parallel_size", num(d.ep));
-      add("moe_tensor_parallel_size", num(d.etp));
+      add("moe_expert_parallel_size", launch_num(d.ep));
+      add("moe_tensor_parallel_size", launch_num(d.etp));
     }
     if (d.attn_dp > 1) {
       add("enable_attention_dp", "true");
-      if (d.tp > 1) lose("tp=" + num(d.tp) + " with attn_dp=" + num(d.attn_dp) + ": TensorRT-LLM's attention DP makes every rank its own attention group (tp 1)");
+      if (d.tp > 1) lose("tp=" + launch_num(d.tp) + " with attn_dp=" + launch_num(d.attn_dp) + ": TensorRT-LLM's attention DP makes every rank its own attention group (tp 1)");
     }
-    add("max_batch_size", num(s.max_seqs));
-    add("max_num_tokens", num(s.max_batch_tokens));
-    add("max_seq_len", num(s.max_context));
+    add("max_batch_size", launch_num(s.max_seqs));
+    add("max_num_tokens", launch_num(s.max_batch_tokens));
+    add("max_seq_len", launch_num(s.max_context));
     add("enable_chunked_prefill", flag(s.prefill_chunk > 0));
     if (s.prefill_chunk > 0 && s.prefill_chunk < s.max_batch_tokens)
-      lose("prefill_chunk=" + num(s.prefill_chunk) + ": TensorRT-LLM chunks a prompt by max_num_tokens");
-    if (s.kv_budget == KvBudget::FreeFraction) add("kv_cache_config.free_gpu_memory_fraction", num(s.kv_fraction));
+      lose("prefill_chunk=" + launch_num(s.prefill_chunk) + ": TensorRT-LLM chunks a prompt by max_num_tokens");
+    if (s.kv_budget == KvBudget::FreeFraction) add("kv_cache_config.free_gpu_memory_fraction", launch_num(s.kv_fraction));
     else lose("kv_budget=total-fraction: TensorRT-LLM budgets a fraction of the memory left free (free_gpu_memory_fraction)");
     add("kv_cache_config.dtype", fp8_kv ? "fp8" : "auto");
     add("kv_cache_config.enable_block_reuse", flag(s.prefix_cache));
-    add("kv_cache_config.tokens_per_block", num(s.kv_block));
+    add("kv_cache_config.tokens_per_block", launch_num(s.kv_block));
     add("scheduler_config.capacity_scheduler_policy", s.policy == KvPolicy::Reserve ? "GUARANTEED_NO_EVICT" : "MAX_UTILIZATION");
-    if (s.cuda_graphs) add("cuda_graph_config.max_batch_size", num(s.max_seqs));
+    if (s.cuda_graphs) add("cuda_graph_config.max_batch_size", launch_num(s.max_seqs));
     else add("cuda_graph_config", "null");
     if (s.allreduce == AllReduceKernels::Nccl) add("allreduce_strategy", "NCCL");
-    if (p.redundant_experts > 0) add("moe_config.load_balancer.num_slots", num(m.experts + p.redundant_experts));
+    if (p.redundant_experts > 0) add("moe_config.load_balancer.num_slots", launch_num(m.experts + p.redundant_experts));
     if (s.spec_tokens > 0) {
       add("speculative_config.decoding_type", "MTP");
-      add("speculative_config.max_draft_len", num(s.spec_tokens));
+      add("speculative_config.max_draft_len", launch_num(s.spec_tokens));
     }
     if (fp8_weights) lose("weights=fp8: TensorRT-LLM takes FP8 from a quantised checkpoint (ModelOpt), not a flag");
     if (s.two_batch_overlap) lose("two_batch_overlap: no TensorRT-LLM serving flag");
@@ -559,12 +559,12 @@ LaunchExport export_launch(const Plan& plan, const ModelSpec& model, const Clust
                       "# The engine's own benchmark client at the load shardsim simulated: fixed lengths at the trace's\n"
                       "# means (the simulation replays the trace's own lengths), " +
                       (load.clients > 0 ? std::to_string(load.clients) + " clients"
-                                        : load.rate > 0 ? "Poisson at " + num(load.rate) + " req/s" : "every request at once") +
+                                        : load.rate > 0 ? "Poisson at " + launch_num(load.rate) + " req/s" : "every request at once") +
                       ".\nset -euo pipefail\nMODEL=${MODEL:-" + model_path + "}\nFRONT=${FRONT:-" + front + "}\n";
-  const std::string lens = " --dataset-name random --random-input-len " + num(load.prompt_tokens) + " --random-output-len " +
-                           num(load.output_tokens) + " --num-prompts " + num(static_cast<double>(load.requests));
-  std::string pace = load.clients > 0 ? " --max-concurrency " + num(load.clients) : "";
-  pace += load.rate > 0 ? " --request-rate " + num(load.rate) : " --request-rate inf";
+  const std::string lens = " --dataset-name random --random-input-len " + launch_num(load.prompt_tokens) + " --random-output-len " +
+                           launch_num(load.output_tokens) + " --num-prompts " + launch_num(static_cast<double>(load.requests));
+  std::string pace = load.clients > 0 ? " --max-concurrency " + launch_num(load.clients) : "";
+  pace += load.rate > 0 ? " --request-rate " + launch_num(load.rate) : " --request-rate inf";
   // Fixed lengths: a range ratio of 0 in vLLM's and TensorRT-LLM's clients, 1 in SGLang's (which ignores EOS by default).
   // The result file is what `shardsim validate --run` reads back (sim/serving/measured_run.hpp).
   if (engine == LaunchEngine::Vllm)

@@ -27,11 +27,11 @@ namespace {
 using namespace shardsim::testing;
 
 template <class... Args>
-std::vector<Genes> drive(const Setup& s, Args&&... args) {
+std::vector<Genes> ga_drive(const Setup& s, Args&&... args) {
   return shardsim::testing::drive("ga", s, std::forward<Args>(args)...);
 }
 
-std::string field_of(const std::string& params_text, const Setup& s) {
+std::string ga_field_of(const std::string& params_text, const Setup& s) {
   return param_error_field<GeneticOptimizer>(s, params_text);
 }
 
@@ -39,16 +39,16 @@ std::string field_of(const std::string& params_text, const Setup& s) {
 
 TEST_CASE("ga: bad parameters are refused, naming the key and the value") {
   Setup s;
-  CHECK(field_of("ga.population=1", s) == "ga.population");
-  CHECK(field_of("ga.population=lots", s) == "ga.population");
-  CHECK(field_of("ga.tournament=17", s) == "ga.tournament");
-  CHECK(field_of("ga.elite=32", s) == "ga.elite");  // must leave room for offspring (≤ P − 1)
-  CHECK(field_of("ga.mutation=1.5", s) == "ga.mutation");
-  CHECK(field_of("ga.macro=-0.1", s) == "ga.macro");
-  CHECK(field_of("ga.niche=0", s) == "ga.niche");
-  CHECK(field_of("ga.crossover=2", s) == "ga.crossover");
-  CHECK(field_of("ga.seed_portfolio=2", s) == "ga.seed_portfolio");
-  CHECK(field_of("ga.population=8,ga.elite=7,ga.niche=8,ga.mutation=0.2", s) == "no error");
+  CHECK(ga_field_of("ga.population=1", s) == "ga.population");
+  CHECK(ga_field_of("ga.population=lots", s) == "ga.population");
+  CHECK(ga_field_of("ga.tournament=17", s) == "ga.tournament");
+  CHECK(ga_field_of("ga.elite=32", s) == "ga.elite");  // must leave room for offspring (≤ P − 1)
+  CHECK(ga_field_of("ga.mutation=1.5", s) == "ga.mutation");
+  CHECK(ga_field_of("ga.macro=-0.1", s) == "ga.macro");
+  CHECK(ga_field_of("ga.niche=0", s) == "ga.niche");
+  CHECK(ga_field_of("ga.crossover=2", s) == "ga.crossover");
+  CHECK(ga_field_of("ga.seed_portfolio=2", s) == "ga.seed_portfolio");
+  CHECK(ga_field_of("ga.population=8,ga.elite=7,ga.niche=8,ga.mutation=0.2", s) == "no error");
   // Every key the GA knows is read (make_optimizer refuses unread ones).
   OptimizerParams all = OptimizerParams::parse(
       "ga.population=8,ga.tournament=2,ga.elite=1,ga.crossover=0.5,ga.mutation=0.1,ga.macro=0,ga.niche=2,"
@@ -60,9 +60,9 @@ TEST_CASE("ga: bad parameters are refused, naming the key and the value") {
 
 TEST_CASE("ga: the same seed proposes the same genomes — another seed does not") {
   Setup s;
-  auto a = drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);
-  auto b = drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);
-  auto c = drive(s, std::make_unique<GeneticOptimizer>(s.context(8, 200)), 200);
+  auto a = ga_drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);
+  auto b = ga_drive(s, std::make_unique<GeneticOptimizer>(s.context(7, 200)), 200);
+  auto c = ga_drive(s, std::make_unique<GeneticOptimizer>(s.context(8, 200)), 200);
   CHECK(a.size() == 200);
   CHECK(a == b);
   CHECK(a != c);
@@ -155,7 +155,7 @@ TEST_CASE("ga: reaches ≥ 0.99 of the enumerated optimum with 10% of the space 
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     double best = 0;
     long evals = 0;
-    drive(s, std::make_unique<GeneticOptimizer>(s.context(seed, budget)), budget, &best, lookup, 0.99 * optimum,
+    ga_drive(s, std::make_unique<GeneticOptimizer>(s.context(seed, budget)), budget, &best, lookup, 0.99 * optimum,
           &evals);
     ratios.push_back(best / optimum);
     report += ' ';

@@ -42,7 +42,7 @@ struct TempFile {
 
 // The message of the InputError `fn` throws ("" if none).
 template <class Fn>
-std::string error_of(Fn&& fn) {
+std::string message_of(Fn&& fn) {
   try {
     fn();
   } catch (const InputError& e) {
@@ -105,17 +105,17 @@ TEST_CASE("request trace: Azure CSV rows are sorted and checked") {
   CHECK(m.requests[1].arrival_s == doctest::Approx(86400 + 2));
 
   const std::string head = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1,1\n";
-  CHECK(contains(error_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,5\n", "a.csv"); }),
+  CHECK(contains(message_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,5\n", "a.csv"); }),
                  "a.csv: line 3: expected 3 columns"));
-  CHECK(contains(error_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,five,1\n", "a.csv"); }),
+  CHECK(contains(message_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,five,1\n", "a.csv"); }),
                  "a.csv: line 3: ContextTokens: expected a whole number of tokens, got \"five\""));
-  CHECK(contains(error_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,5,-3\n", "a.csv"); }),
+  CHECK(contains(message_of([&] { parse_azure_csv(head + "2023-11-16 18:00:01,5,-3\n", "a.csv"); }),
                  "line 3: GeneratedTokens: negative token count -3"));
-  CHECK(contains(error_of([&] { parse_azure_csv(head + "yesterday,5,3\n", "a.csv"); }), "line 3: TIMESTAMP"));
-  CHECK(contains(error_of([&] { parse_azure_csv(head + "2023-13-16 18:00:01,5,3\n", "a.csv"); }), "line 3: TIMESTAMP"));
-  CHECK(contains(error_of([&] { parse_azure_csv("", "e.csv"); }), "e.csv: empty file"));
-  CHECK(contains(error_of([&] { parse_azure_csv("a,b,c\n1,2,3\n", "h.csv"); }), "h.csv: line 1: expected the header"));
-  CHECK(contains(error_of([&] { parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n", "h.csv"); }), "no requests"));
+  CHECK(contains(message_of([&] { parse_azure_csv(head + "yesterday,5,3\n", "a.csv"); }), "line 3: TIMESTAMP"));
+  CHECK(contains(message_of([&] { parse_azure_csv(head + "2023-13-16 18:00:01,5,3\n", "a.csv"); }), "line 3: TIMESTAMP"));
+  CHECK(contains(message_of([&] { parse_azure_csv("", "e.csv"); }), "e.csv: empty file"));
+  CHECK(contains(message_of([&] { parse_azure_csv("a,b,c\n1,2,3\n", "h.csv"); }), "h.csv: line 1: expected the header"));
+  CHECK(contains(message_of([&] { parse_azure_csv("TIMESTAMP,ContextTokens,GeneratedTokens\n", "h.csv"); }), "no requests"));
 }
 
 TEST_CASE("request trace: Mooncake JSONL") {
@@ -136,20 +136,20 @@ TEST_CASE("request trace: Mooncake JSONL") {
   CHECK(t.requests[0].prefix_blocks == std::vector<std::uint64_t>{0, 1});
   CHECK(t.requests[1].prefix_blocks == std::vector<std::uint64_t>{46, 47, 48});
   CHECK(t.requests[2].prefix_blocks.empty());
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n", "m.jsonl"); }),
                  "m.jsonl: line 1: /hash_ids: 3 block ids for input_length 600, at most 2 at Mooncake's 512 tokens per block"));
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [-1]}\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [-1]}\n", "m.jsonl"); }),
                  "line 1: /hash_ids: expected non-negative integer block ids, got -1"));
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": 7}\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": 7}\n", "m.jsonl"); }),
                  "line 1: /hash_ids: expected an array"));
 
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1}\n{bad\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1}\n{bad\n", "m.jsonl"); }),
                  "m.jsonl: line 2, column"));
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": \"5\", \"output_length\": 1}\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": \"5\", \"output_length\": 1}\n", "m.jsonl"); }),
                  "m.jsonl: line 1: /input_length: expected an integer"));
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, \"x\": 2}\n", "m.jsonl"); }),
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl("{\"timestamp\": 1, \"input_length\": 5, \"output_length\": 1, \"x\": 2}\n", "m.jsonl"); }),
                  "line 1: /x: unknown key"));
-  CHECK(contains(error_of([&] { parse_mooncake_jsonl(" \n", "m.jsonl"); }), "empty file"));
+  CHECK(contains(message_of([&] { parse_mooncake_jsonl(" \n", "m.jsonl"); }), "empty file"));
 
   // load_request_trace tells the formats apart by the first character.
   TempFile f("m.jsonl");
@@ -158,7 +158,7 @@ TEST_CASE("request trace: Mooncake JSONL") {
   TempFile c("a.csv");
   c.write("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1,1\n");
   CHECK(load_request_trace(c.path).requests.size() == 1);
-  CHECK(contains(error_of([] { load_request_trace("/nonexistent/trace.csv"); }), "/nonexistent/trace.csv: cannot open"));
+  CHECK(contains(message_of([] { load_request_trace("/nonexistent/trace.csv"); }), "/nonexistent/trace.csv: cannot open"));
 }
 
 TEST_CASE("request trace: synthetic Poisson and gamma arrivals, lengths, seeds") {
@@ -209,19 +209,19 @@ TEST_CASE("request trace: synthetic Poisson and gamma arrivals, lengths, seeds")
 }
 
 TEST_CASE("request trace: synthetic spec errors name the parameter") {
-  CHECK(contains(error_of([] { load_request_trace("synthetic:rate=5,burst=2"); }),
+  CHECK(contains(message_of([] { load_request_trace("synthetic:rate=5,burst=2"); }),
                  "synthetic:rate=5,burst=2: burst: unknown parameter (known: n, rate, arrival, cv, prompt, output, seed, system, block, turns, think)"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:system=big"); }), "system: expected TOKENS[:COUNT]"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:system=512:0"); }), "system: expected TOKENS[:COUNT]"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:system="); }), "system: expected TOKENS[:COUNT]"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:rate=fast"); }), "rate: expected a number, got \"fast\""));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:rate=0"); }), "rate: value 0 out of range"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:cv=2"); }), "cv: applies only to arrival=gamma"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:arrival=bursty"); }), "arrival: unknown value \"bursty\""));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:prompt=normal:5"); }), "prompt: expected fixed:N"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:n=5,n=6"); }), "n: given twice"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:n"); }), "expected key=value"));
-  CHECK(contains(error_of([] { load_request_trace("synthetic:seed=-1"); }), "seed: expected an unsigned"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:system=big"); }), "system: expected TOKENS[:COUNT]"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:system=512:0"); }), "system: expected TOKENS[:COUNT]"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:system="); }), "system: expected TOKENS[:COUNT]"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:rate=fast"); }), "rate: expected a number, got \"fast\""));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:rate=0"); }), "rate: value 0 out of range"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:cv=2"); }), "cv: applies only to arrival=gamma"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:arrival=bursty"); }), "arrival: unknown value \"bursty\""));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:prompt=normal:5"); }), "prompt: expected fixed:N"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:n=5,n=6"); }), "n: given twice"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:n"); }), "expected key=value"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:seed=-1"); }), "seed: expected an unsigned"));
 }
 
 TEST_CASE("request trace: synthetic shared system prompts carry prefix blocks") {
@@ -286,9 +286,9 @@ TEST_CASE("request trace: synthetic conversations repeat their earlier turns, an
     CHECK(one.requests[i].prefix_blocks == plain.requests[i].prefix_blocks);
   }
   CHECK(prefix_reuse(load_request_trace("synthetic:n=50")).block_tokens == 0);
-  CHECK(contains(error_of([] { load_request_trace("synthetic:think=3"); }), "think: applies only to turns > 1"));
+  CHECK(contains(message_of([] { load_request_trace("synthetic:think=3"); }), "think: applies only to turns > 1"));
   // Prefix ids are 8 bytes each: a spec that would need more than 20 million is refused, not run out of memory.
-  CHECK(contains(error_of([] { load_request_trace("synthetic:n=20000,turns=1000,prompt=fixed:100000,block=1"); }),
+  CHECK(contains(message_of([] { load_request_trace("synthetic:n=20000,turns=1000,prompt=fixed:100000,block=1"); }),
                  "block: the trace's prefix blocks would pass 20000000 ids"));
 }
 
@@ -357,7 +357,7 @@ TEST_CASE("routing: truncated or corrupt SSRT files are refused naming the offse
   std::vector<std::uint32_t> counts = {4, 4};
   const std::string image = encode_routing_trace(*src, counts);  // 24 + 8 + 8·64 = 544 bytes
   REQUIRE(image.size() == 544);
-  auto err = [](std::string bytes) { return error_of([&] { RoutingTraceFile(bytes, "t.ssrt"); }); };
+  auto err = [](std::string bytes) { return message_of([&] { RoutingTraceFile(bytes, "t.ssrt"); }); };
   CHECK(contains(err(image.substr(0, 543)), "t.ssrt: byte offset 543 (expert ids): truncated"));
   CHECK(contains(err(image.substr(0, 22)), "t.ssrt: byte offset 20 (num_requests): truncated"));
   CHECK(contains(err(image.substr(0, 30)), "byte offset 24 (token counts of 2 requests): truncated"));
@@ -376,7 +376,7 @@ TEST_CASE("routing: truncated or corrupt SSRT files are refused naming the offse
   std::string zero = image;
   zero[28] = 0;
   CHECK(contains(err(zero), "byte offset 28 (tokens of request 1)"));
-  CHECK(contains(error_of([] { RoutingTraceFile::open("/nonexistent.ssrt"); }), "/nonexistent.ssrt: cannot open"));
+  CHECK(contains(message_of([] { RoutingTraceFile::open("/nonexistent.ssrt"); }), "/nonexistent.ssrt: cannot open"));
 }
 
 TEST_CASE("routing: make_routing checks a file's shape against the model") {
@@ -385,14 +385,14 @@ TEST_CASE("routing: make_routing checks a file's shape against the model") {
   TempFile f("m.ssrt");
   f.write(encode_routing_trace(*src, counts));
   CHECK(make_routing(f.path, kMixtral)->shape().experts == 8);
-  CHECK(contains(error_of([&] { make_routing(f.path, kDeepSeek); }),
+  CHECK(contains(message_of([&] { make_routing(f.path, kDeepSeek); }),
                  "routing trace has 32 MoE layers × 8 experts, top-2 but the model has 58 MoE layers × 256 experts, top-8"));
-  CHECK(contains(error_of([] { make_routing("synthetic:zipf=1,temperature=3", kMixtral); }), "temperature: unknown parameter"));
-  CHECK(contains(error_of([] { make_routing("synthetic:locality=1.5", kMixtral); }), "locality: value 1.5 out of range"));
-  CHECK(contains(error_of([] { make_routing("synthetic:zipf=1,alpha=2", kMixtral); }), "alpha: applies only to dist=dirichlet"));
-  CHECK(contains(error_of([] { make_routing("synthetic:groups=3", kDeepSeek); }), "groups: 3 groups do not divide 256 experts"));
-  CHECK(contains(error_of([] { make_routing("synthetic:groups=8,topk_groups=9", kDeepSeek); }), "topk_groups"));
-  CHECK(contains(error_of([] { make_routing("synthetic:groups=8,topk_groups=1", RoutingShape{4, 16, 4, 1, 1}); }),
+  CHECK(contains(message_of([] { make_routing("synthetic:zipf=1,temperature=3", kMixtral); }), "temperature: unknown parameter"));
+  CHECK(contains(message_of([] { make_routing("synthetic:locality=1.5", kMixtral); }), "locality: value 1.5 out of range"));
+  CHECK(contains(message_of([] { make_routing("synthetic:zipf=1,alpha=2", kMixtral); }), "alpha: applies only to dist=dirichlet"));
+  CHECK(contains(message_of([] { make_routing("synthetic:groups=3", kDeepSeek); }), "groups: 3 groups do not divide 256 experts"));
+  CHECK(contains(message_of([] { make_routing("synthetic:groups=8,topk_groups=9", kDeepSeek); }), "topk_groups"));
+  CHECK(contains(message_of([] { make_routing("synthetic:groups=8,topk_groups=1", RoutingShape{4, 16, 4, 1, 1}); }),
                  "topk_groups: 1 of 8 groups hold 2 experts, fewer than top_k = 4"));
 }
 
@@ -586,8 +586,8 @@ TEST_CASE("routing: EP placement per-rank loads sum to the total") {
   CHECK(c.rank_of_expert[32] == 1);
   auto rr = ExpertPlacement::round_robin(256, 8);
   CHECK(rr.rank_of_expert[9] == 1);
-  CHECK(contains(error_of([] { ExpertPlacement::make("random", 8, 2, "cli"); }), "placement: unknown placement \"random\""));
-  CHECK(contains(error_of([] { ExpertPlacement::make("contiguous", 8, 9, "cli"); }), "ep: expected 1 … 8 EP ranks"));
+  CHECK(contains(message_of([] { ExpertPlacement::make("random", 8, 2, "cli"); }), "placement: unknown placement \"random\""));
+  CHECK(contains(message_of([] { ExpertPlacement::make("contiguous", 8, 9, "cli"); }), "ep: expected 1 … 8 EP ranks"));
 }
 
 // ---- the command line ----------------------------------------------------------------------------

@@ -61,18 +61,18 @@ TEST_CASE("router: cache-aware — the replica holding more than 30% of the prom
 
 namespace {
 
-struct Served {
+struct RoutedRun {
   ServingResult r;
   Metrics m;
 };
 
-Served serve_at(const std::string& plan_text, const RequestTrace& t, double rate) {
+RoutedRun serve_at(const std::string& plan_text, const RequestTrace& t, double rate) {
   ModelSpec m = load_model("mixtral-8x7b");
   Cluster c = load_cluster("dgx-h100:1");
   Plan p = plan_from_string(plan_text, 8, plan_defaults(m));
   AnalyticExecutor ex(c);
   ServingOptions o;
-  Served s{serve(p, m, c, at_rate(t, rate, Arrival::Poisson, 3), nullptr, ex, o), {}};
+  RoutedRun s{serve(p, m, c, at_rate(t, rate, Arrival::Poisson, 3), nullptr, ex, o), {}};
   s.m = summarize(s.r, o, 8);
   return s;
 }
@@ -84,8 +84,8 @@ TEST_CASE("router: least-loaded dispatch evens out replicas that round robin ove
   // queues grow while 1 and 3 idle; least loaded sends work where requests have come back.
   RequestTrace t;
   for (int i = 0; i < 600; ++i) t.requests.push_back(Request{0, i % 2 ? 64 : 3000, i % 2 ? 16 : 400, {}});
-  const Served rr = serve_at("tp=2,dp=4", t, 24);
-  const Served ll = serve_at("tp=2,dp=4,dispatch=least-loaded", t, 24);
+  const RoutedRun rr = serve_at("tp=2,dp=4", t, 24);
+  const RoutedRun ll = serve_at("tp=2,dp=4,dispatch=least-loaded", t, 24);
   CHECK(rr.m.completed == 600);
   CHECK(ll.m.completed == 600);
   // Each request served once, by one replica.
@@ -114,8 +114,8 @@ TEST_CASE("router: the lockstep loop serves what the replica-by-replica loop ser
   // lockstep run then matches round robin's, request for request.
   RequestTrace t;
   for (int i = 0; i < 40; ++i) t.requests.push_back(Request{0, 200, 20, {}});
-  const Served rr = serve_at("tp=2,dp=4", t, 0.2);
-  const Served ll = serve_at("tp=2,dp=4,dispatch=least-loaded", t, 0.2);
+  const RoutedRun rr = serve_at("tp=2,dp=4", t, 0.2);
+  const RoutedRun ll = serve_at("tp=2,dp=4,dispatch=least-loaded", t, 0.2);
   REQUIRE(rr.m.completed == 40);
   REQUIRE(ll.m.completed == 40);
   for (std::size_t i = 0; i < t.requests.size(); ++i) {

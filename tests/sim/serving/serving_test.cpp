@@ -21,12 +21,12 @@ using namespace shardsim;
 
 namespace {
 
-struct Run {
+struct ServingRun {
   ServingResult result;
   Metrics metrics;
 };
 
-Run simulate(const std::string& model_name, const std::string& cluster_spec, const std::string& plan_text,
+ServingRun simulate(const std::string& model_name, const std::string& cluster_spec, const std::string& plan_text,
              const std::string& trace_spec, bool offline, const std::string& routing_spec = "synthetic:seed=1") {
   ModelSpec m = load_model(model_name);
   Cluster c = load_cluster(cluster_spec);
@@ -37,7 +37,7 @@ Run simulate(const std::string& model_name, const std::string& cluster_spec, con
   AnalyticExecutor ex(c);
   ServingOptions o;
   o.offline = offline;
-  Run run{serve(p, m, c, t, r.get(), ex, o), {}};
+  ServingRun run{serve(p, m, c, t, r.get(), ex, o), {}};
   run.metrics = summarize(run.result, o, c.num_gpus());
   return run;
 }
@@ -52,7 +52,7 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST_CASE("serving: every request completes with TTFT ≤ E2E and one token per TPOT") {
-  Run r = simulate("mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=60,rate=20,seed=3", false);
+  ServingRun r = simulate("mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4", "synthetic:n=60,rate=20,seed=3", false);
   CHECK(r.metrics.completed == 60);
   for (const auto& q : r.result.requests) {
     CHECK(q.completed);
@@ -69,25 +69,25 @@ TEST_CASE("serving: every request completes with TTFT ≤ E2E and one token per 
 TEST_CASE("serving: offline throughput grows with more replicas, latency falls with more TP") {
   const std::string trace = "synthetic:n=200,prompt=fixed:256,output=fixed:64,seed=2";
   // A batch limit well below the request count keeps both runs saturated.
-  Run dp2 = simulate("llama3-70b", "dgx-h100:2", "tp=8,dp=2,max_seqs=32", trace, true);
-  Run dp1 = simulate("llama3-70b", "dgx-h100:1", "tp=8,max_seqs=32", trace, true);
+  ServingRun dp2 = simulate("llama3-70b", "dgx-h100:2", "tp=8,dp=2,max_seqs=32", trace, true);
+  ServingRun dp1 = simulate("llama3-70b", "dgx-h100:1", "tp=8,max_seqs=32", trace, true);
   CHECK(dp2.metrics.output_tok_s > 1.6 * dp1.metrics.output_tok_s);
-  Run tp4 = simulate("llama3-70b", "dgx-h100:1", "tp=4,dp=2", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
-  Run tp8 = simulate("llama3-70b", "dgx-h100:1", "tp=8", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
+  ServingRun tp4 = simulate("llama3-70b", "dgx-h100:1", "tp=4,dp=2", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
+  ServingRun tp8 = simulate("llama3-70b", "dgx-h100:1", "tp=8", "synthetic:n=4,rate=0.5,prompt=fixed:128,output=fixed:32,seed=2", false);
   CHECK(tp8.metrics.tpot_ms.p50 < tp4.metrics.tpot_ms.p50);
 }
 
 TEST_CASE("serving: a KV cache too small for the load makes requests queue") {
   // Tiny KV budget: mem_util just above the weights leaves room for few sequences.
   const std::string trace = "synthetic:n=64,prompt=fixed:2000,output=fixed:100,seed=4";
-  Run roomy = simulate("llama3-70b", "dgx-h100:1", "tp=8", trace, true);
-  Run tight = simulate("llama3-70b", "dgx-h100:1", "tp=8,max_seqs=4", trace, true);
+  ServingRun roomy = simulate("llama3-70b", "dgx-h100:1", "tp=8", trace, true);
+  ServingRun tight = simulate("llama3-70b", "dgx-h100:1", "tp=8,max_seqs=4", trace, true);
   CHECK(tight.metrics.queue_ms.p90 > roomy.metrics.queue_ms.p90);
   CHECK(tight.metrics.makespan_s > roomy.metrics.makespan_s);
 }
 
 TEST_CASE("serving: pipeline parallelism reports a bubble and keeps stages busy with micro-batches") {
-  Run pp = simulate("llama3-70b", "dgx-h100:2", "tp=8,pp=2", "synthetic:n=64,prompt=fixed:512,output=fixed:32,seed=5", true);
+  ServingRun pp = simulate("llama3-70b", "dgx-h100:2", "tp=8,pp=2", "synthetic:n=64,prompt=fixed:512,output=fixed:32,seed=5", true);
   CHECK(pp.metrics.completed == 64);
   CHECK(pp.result.breakdown.pipeline_span > 0);
   CHECK(pp.result.breakdown.pipeline_bubble >= 0);
@@ -95,8 +95,8 @@ TEST_CASE("serving: pipeline parallelism reports a bubble and keeps stages busy 
 }
 
 TEST_CASE("serving: the same inputs give the same result") {
-  Run a = simulate("qwen3-30b-a3b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=40,seed=9", false);
-  Run b = simulate("qwen3-30b-a3b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=40,seed=9", false);
+  ServingRun a = simulate("qwen3-30b-a3b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=40,seed=9", false);
+  ServingRun b = simulate("qwen3-30b-a3b", "dgx-h100:1", "tp=1,ep=8,attn_dp=8", "synthetic:n=40,seed=9", false);
   CHECK(a.metrics.makespan_s == b.metrics.makespan_s);
   CHECK(a.metrics.ttft_ms.p99 == b.metrics.ttft_ms.p99);
 }

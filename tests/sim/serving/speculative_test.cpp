@@ -21,14 +21,14 @@ using namespace shardsim;
 
 namespace {
 
-struct Served {
+struct SpecServed {
   ServingResult r;
   Metrics m;
 };
 
 // Mixtral-8x7B, TP8 on one DGX-H100, 40 requests of 64 output tokens at 2 req/s (small batches,
 // where drafting pays), tokens routed by the synthetic source (the draft head routes its one layer).
-Served run(const std::string& engine, const std::string& plan = "tp=8") {
+SpecServed spec_run(const std::string& engine, const std::string& plan = "tp=8") {
   ModelSpec m = load_model("mixtral-8x7b");
   Cluster c = load_cluster("dgx-h100:1");
   Plan p = plan_from_string(plan + engine, 8, plan_defaults(m));
@@ -36,22 +36,22 @@ Served run(const std::string& engine, const std::string& plan = "tp=8") {
   ServingOptions o;
   const RequestTrace t = at_rate(load_request_trace("synthetic:n=40,prompt=fixed:512,output=fixed:64,seed=2"), 2, Arrival::Poisson, 1);
   const auto routing = make_routing("synthetic:seed=1", m.routing_shape());
-  Served s{serve(p, m, c, t, routing.get(), ex, o), {}};
+  SpecServed s{serve(p, m, c, t, routing.get(), ex, o), {}};
   s.m = summarize(s.r, o, 8);
   return s;
 }
 
-double per_step(const Served& s) { return static_cast<double>(s.r.breakdown.spec_tokens) / static_cast<double>(s.r.breakdown.spec_steps); }
+double per_step(const SpecServed& s) { return static_cast<double>(s.r.breakdown.spec_tokens) / static_cast<double>(s.r.breakdown.spec_steps); }
 
 }  // namespace
 
 TEST_CASE("speculative decoding: tokens per step follow the acceptance, and only accepted drafts shorten TPOT") {
-  const Served off = run("");
-  const Served none = run(",spec_tokens=1,spec_accept=0");
-  const Served one = run(",spec_tokens=1,spec_accept=0.8");
-  const Served two = run(",spec_tokens=2,spec_accept=0.8");
-  const Served all = run(",spec_tokens=3,spec_accept=1");
-  for (const Served* s : {&off, &none, &one, &two, &all}) {
+  const SpecServed off = spec_run("");
+  const SpecServed none = spec_run(",spec_tokens=1,spec_accept=0");
+  const SpecServed one = spec_run(",spec_tokens=1,spec_accept=0.8");
+  const SpecServed two = spec_run(",spec_tokens=2,spec_accept=0.8");
+  const SpecServed all = spec_run(",spec_tokens=3,spec_accept=1");
+  for (const SpecServed* s : {&off, &none, &one, &two, &all}) {
     CHECK(s->m.completed == 40);
     long emitted = 0;
     for (const auto& [t, n] : s->r.emissions) emitted += n;
@@ -71,10 +71,10 @@ TEST_CASE("speculative decoding: tokens per step follow the acceptance, and only
   CHECK(one.m.tpot_ms.p50 < 0.75 * off.m.tpot_ms.p50);
   CHECK(two.m.tpot_ms.p50 < one.m.tpot_ms.p50);
   // The same run twice: the acceptance draws repeat.
-  CHECK(run(",spec_tokens=1,spec_accept=0.8").r.breakdown.spec_tokens == one.r.breakdown.spec_tokens);
+  CHECK(spec_run(",spec_tokens=1,spec_accept=0.8").r.breakdown.spec_tokens == one.r.breakdown.spec_tokens);
   // Expert parallelism: the verify step and the head's pass route their tokens over EP ranks.
-  const Served ep_off = run("", "tp=1,attn_dp=8,ep=8");
-  const Served ep_on = run(",spec_tokens=1,spec_accept=0.8", "tp=1,attn_dp=8,ep=8");
+  const SpecServed ep_off = spec_run("", "tp=1,attn_dp=8,ep=8");
+  const SpecServed ep_on = spec_run(",spec_tokens=1,spec_accept=0.8", "tp=1,attn_dp=8,ep=8");
   CHECK(ep_on.m.completed == 40);
   CHECK(per_step(ep_on) == doctest::Approx(1.8).epsilon(0.03));
   CHECK(ep_on.m.tpot_ms.p50 < ep_off.m.tpot_ms.p50);

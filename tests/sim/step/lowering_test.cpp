@@ -43,7 +43,7 @@ ModelSpec tiny(bool moe) {
 }
 
 // A plan on a cluster, as the lowering tests that compare two ways of pricing a step list them.
-struct Case {
+struct LoweringCase {
   const char* model;
   const char* cluster;
   const char* plan;
@@ -349,13 +349,13 @@ TEST_CASE("lowering: shared experts run while the dispatch all-to-all is in flig
 }
 
 TEST_CASE("lowering: one kernel per TP group times a step as one kernel per rank does, with fewer operations") {
-  const Case cases[] = {
+  const LoweringCase cases[] = {
       {"llama3-70b", "dgx-h100:1", "tp=4,dp=2", 8},                        // dense
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},            // TP inside attention-DP, EP
       {"mixtral-8x7b", "dgx-h100:1", "tp=4,etp=2,ep=2,pp=2", 8},           // expert-TP groups, two stages
       {"deepseek-v3", "dgx-h100:2", "tp=8,ep=16,attn_dp=2", 16},           // MLA, shared experts, uneven groups
   };
-  for (const Case& k : cases) {
+  for (const LoweringCase& k : cases) {
     CAPTURE(k.plan);
     const ModelSpec m = load_model(k.model);
     const Cluster c = load_cluster(k.cluster);
@@ -401,13 +401,13 @@ TEST_CASE("lowering: the attention priced at once equals its program run by the 
   // Lowering::price_attention stands for lower_attention() + AnalyticExecutor::run in the serving
   // loop; per rank or grouped, with stages, attention-DP groups of different sizes, and a
   // two-batch-overlap step whose node-level all-to-alls leave the kernels part of the GPU.
-  const Case cases[] = {
+  const LoweringCase cases[] = {
       {"llama3-70b", "dgx-h100:1", "tp=4,pp=2", 8},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,ep=4,attn_dp=4", 8},
       {"deepseek-v3", "dgx-h100:2", "tp=8,ep=16,attn_dp=2", 16},
       {"deepseek-v3", "dgx-h100:4", "tp=1,ep=32,attn_dp=32,two_batch_overlap=on,a2a=per-node", 32},
   };
-  for (const Case& k : cases) {
+  for (const LoweringCase& k : cases) {
     const ModelSpec m = load_model(k.model);
     const Cluster c = load_cluster(k.cluster);
     const Plan plan = plan_from_string(k.plan, k.gpus, plan_defaults(m));
