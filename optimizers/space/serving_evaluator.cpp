@@ -138,6 +138,7 @@ CapacityOptions capacity_options(const EvaluatorInputs& in) {
   o.start_requests = in.capacity_start > 0 ? in.capacity_start : static_cast<long>(in.trace->requests.size());
   o.arrivals = in.arrivals;
   o.seed = in.seed;
+  o.converge_saturated = in.capacity_converge_saturated;
   return o;
 }
 

@@ -80,6 +80,10 @@ struct EvaluatorInputs {
   // share of the requests (CapacityOptions::replicas, sim/serving/capacity.hpp); false = every
   // replica simulated (about dp times the cost).
   bool capacity_one_replica = true;
+  // The capacity's saturated bound narrowed to its ±2% interval even when the SLO search needed
+  // only the bound (CapacityOptions::converge_saturated): for a report that prints it (simulate
+  // --capacity); scoring leaves it off, since the score never depends on it.
+  bool capacity_converge_saturated = false;
 };
 
 class ServingEvaluator : public Evaluator {

@@ -102,9 +102,17 @@ std::string SaturatedThroughput::describe() const {
   return buf;
 }
 
-SaturatedThroughput saturated_throughput(const CapacityServe& serve, const RequestTrace& population,
-                                         const ServingOptions& base, const CapacityOptions& opt) {
-  SaturatedThroughput s;
+namespace {
+
+// What a backlog series must reach before it stops: the window's turnovers only (a bound for the
+// SLO search, whose probes decide the figure), or the turnovers and the interval (the figure).
+enum class BacklogRule { Turnovers, Converged };
+
+// Runs backlogs on from `s` (its next size `s.next_requests`; a fresh `s` starts at the whole
+// trace) until `rule` holds, the limit is reached or a run is infeasible. Each run replaces the
+// figure; the costs add up.
+void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const RequestTrace& population,
+                  const ServingOptions& base, const CapacityOptions& opt, BacklogRule rule) {
   ServingOptions so = base;
   if (!so.step_cache) so.step_cache = std::make_shared<StepCache>();  // every run of this plan shares its steps
   so.offline = true;
@@ -115,8 +123,13 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
   so.replica_share = k > 1;
   s.replicas = k;
   // At least the whole trace (up to the limit): a start that does not depend on --requests.
-  long n = std::min(opt.max_requests,
-                    std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
+  long n = s.runs > 0 ? s.next_requests
+                      : std::min(opt.max_requests, std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
+  auto holds = [&] {
+    return s.window_end > s.window_start && s.turnovers >= opt.min_turnovers &&
+           (rule == BacklogRule::Turnovers || s.rel_halfwidth <= opt.rel_halfwidth);
+  };
+  if (s.runs > 0 && (!s.feasible || holds() || s.requests >= opt.max_requests)) return;
   for (;;) {
     const RequestTrace sample = share_of(capacity_sample(population, n, opt.seed, false), k);
     Metrics m;
@@ -129,8 +142,9 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
     s.metrics = m;
     if (r.rejected_any || (m.completed < m.requests && !r.drain_skipped)) {
       s.feasible = false;
+      s.converged = false;
       s.note = r.note.empty() ? "not every request completed" : r.note;
-      return s;
+      return;
     }
     s.feasible = true;
     const SteadyWindow& w = r.steady;
@@ -152,27 +166,41 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
     }
     if (s.turnover_requests == 0 && w.seconds() > 0 && s.turnovers >= opt.min_turnovers) s.turnover_requests = n;
     s.converged = w.seconds() > 0 && s.turnovers >= opt.min_turnovers && s.rel_halfwidth <= opt.rel_halfwidth;
-    if (s.converged) {
-      s.note.clear();
-      return s;
+    // The next size from what this run lacked: the window's turnovers grow about as the requests,
+    // the interval's half-width as one over their square root. A series that needs only the
+    // turnovers grows by what they lack (at least a quarter more); one that needs the interval
+    // too at least doubles. At most ×16.
+    double grow = 4;
+    if (w.seconds() > 0 && s.turnovers > 0) {
+      grow = std::max(1.25 * opt.min_turnovers / s.turnovers, 1.0);
+      if (rule == BacklogRule::Converged && std::isfinite(s.rel_halfwidth))
+        grow = std::max(grow, 1.25 * std::pow(s.rel_halfwidth / opt.rel_halfwidth, 2));
+    }
+    grow = std::clamp(grow, rule == BacklogRule::Converged || s.turnovers <= 0 ? 2.0 : 1.25, 16.0);
+    s.next_requests = std::min(opt.max_requests, static_cast<long>(std::ceil(grow * static_cast<double>(n))));
+    if (holds()) {
+      s.note = s.converged ? "" : "a bound only: " + std::to_string(static_cast<int>(opt.min_turnovers)) +
+                                      " turnovers, its interval not narrowed (the SLO search needs no more)";
+      return;
     }
     if (n >= opt.max_requests) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "not converged at %ld requests (the limit): %.1f turnovers, ±%.1f%% (needs %g and ±%g%%)", n,
                     s.turnovers, 100 * std::min(s.rel_halfwidth, 9.99), opt.min_turnovers, 100 * opt.rel_halfwidth);
       s.note = buf;
-      return s;
+      return;
     }
-    // The next size from what this run lacked: the window's turnovers grow about as the requests,
-    // the interval's half-width as one over their square root. At least doubled, at most ×16.
-    double grow = 4;
-    if (w.seconds() > 0 && s.turnovers > 0) {
-      grow = std::max(1.25 * opt.min_turnovers / s.turnovers, 1.0);
-      if (std::isfinite(s.rel_halfwidth)) grow = std::max(grow, 1.25 * std::pow(s.rel_halfwidth / opt.rel_halfwidth, 2));
-    }
-    grow = std::clamp(grow, 2.0, 16.0);
-    n = std::min(opt.max_requests, static_cast<long>(std::ceil(grow * static_cast<double>(n))));
+    n = s.next_requests;
   }
+}
+
+}  // namespace
+
+SaturatedThroughput saturated_throughput(const CapacityServe& serve, const RequestTrace& population,
+                                         const ServingOptions& base, const CapacityOptions& opt) {
+  SaturatedThroughput s;
+  run_backlogs(s, serve, population, base, opt, BacklogRule::Converged);
+  return s;
 }
 
 int SloCapacity::stopped_probes() const {
@@ -204,12 +232,14 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
   SloCapacity c;
   ServingOptions shared = base;  // the backlog runs and the probes share one step cache: one plan, one tier
   if (!shared.step_cache) shared.step_cache = std::make_shared<StepCache>();
-  c.saturated = saturated_throughput(serve, population, shared, opt);
+  // The bound: backlog runs until their window holds min_turnovers turnovers (its interval is
+  // narrowed only if the bound itself turns out to be the capacity, or the caller wants the figure).
+  run_backlogs(c.saturated, serve, population, shared, opt, BacklogRule::Turnovers);
   if (!c.saturated.feasible) {
     c.note = c.saturated.note;
     return c;
   }
-  const double mu = c.saturated.request_s;
+  const double mu = c.bound = c.saturated.request_s;
   if (!(mu > 0)) {
     c.note = "no completions in the saturated run";
     return c;
@@ -257,28 +287,8 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     c.probe_log.back().met = goal.met(judged) && goal.met(whole);
     return c.probe_log.back().met;
   };
-  Metrics m;
-  if (probe(mu, m)) {
-    c.feasible = true;
-    c.at_saturation = true;
-    c.rate = mu;
-    c.at_rate = m;
-  } else {
-    c.min_failing = mu;
-    for (double f : kLadder) {
-      Metrics x;
-      if (probe(f * mu, x)) {
-        c.feasible = true;
-        c.rate = f * mu;
-        c.at_rate = x;
-        break;
-      }
-      c.min_failing = f * mu;
-    }
-    if (!c.feasible) {
-      c.note = "even " + readable(c.min_failing, 3) + " req/s misses " + goal.describe();
-      return c;
-    }
+  // Geometric bisection between the highest rate met and the lowest missed, to rel_tol.
+  auto bisect = [&] {
     while (c.min_failing > c.rate * (1 + opt.rel_tol)) {
       const double mid = std::sqrt(c.rate * c.min_failing);
       Metrics x;
@@ -289,8 +299,54 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
         c.min_failing = mid;
       }
     }
+  };
+  // The figure, with the saturated measure narrowed as the caller asked (the note says which).
+  auto done = [&] {
+    c.output_tok_s = c.rate * mean_output;
+    if (opt.converge_saturated) run_backlogs(c.saturated, serve, population, shared, opt, BacklogRule::Converged);
+  };
+  Metrics m;
+  if (probe(mu, m)) {
+    c.feasible = true;
+    c.at_saturation = true;
+    c.rate = mu;
+    c.at_rate = m;
+    // The bound met the goal, so it is the figure: narrowed until it converges and never exceeded
+    // (below the bound: the converged rate, judged by the bound's probe); a converged rate above
+    // the bound is probed, and bisected to if it misses.
+    run_backlogs(c.saturated, serve, population, shared, opt, BacklogRule::Converged);
+    const double precise = c.saturated.request_s;
+    Metrics x;
+    if (precise <= mu) {
+      c.rate = precise;
+    } else if (probe(precise, x)) {
+      c.rate = precise;
+      c.at_rate = x;
+    } else {
+      c.at_saturation = false;
+      c.min_failing = precise;
+      bisect();
+    }
+    done();
+    return c;
   }
-  c.output_tok_s = c.rate * mean_output;
+  c.min_failing = mu;
+  for (double f : kLadder) {
+    Metrics x;
+    if (probe(f * mu, x)) {
+      c.feasible = true;
+      c.rate = f * mu;
+      c.at_rate = x;
+      break;
+    }
+    c.min_failing = f * mu;
+  }
+  if (!c.feasible) {
+    c.note = "even " + readable(c.min_failing, 3) + " req/s misses " + goal.describe();
+  } else {
+    bisect();
+  }
+  done();
   return c;
 }
 

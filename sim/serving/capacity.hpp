@@ -22,6 +22,10 @@
 // Capacity under an SLO. The highest Poisson rate (or the trace's arrival shape rescaled) whose run
 // meets the goal's percentiles, bracketed from above by the saturated request rate: a rate above
 // what the plan sustains is never reported (at most the saturated rate, flagged `at_saturation`).
+// The bound's backlog runs stop once their window holds `min_turnovers` turnovers (growing by what
+// they lack, not doubling): its interval is narrowed to ±`rel_halfwidth` only when the bound
+// itself meets the goal (then it is the figure: the converged rate is used, probed first if it is
+// higher) or when the caller reports it (`converge_saturated`); the probes never depend on it.
 // Each probe replays the whole trace, or as many requests as the backlog needed for `min_turnovers`
 // turnovers in its window when that is more (up to `max_requests`), and meets the goal only when
 // all its requests meet it and so do those that arrived in the second half of its arrivals (a
@@ -63,6 +67,7 @@ struct CapacityOptions {
   double min_turnovers = 3;       // batch turnovers the window must hold
   double rel_tol = 0.04;          // capacity under an SLO: bisection stops within this factor
   bool stop_early = true;         // a probe stops once its misses decide that it fails (the same verdict)
+  bool converge_saturated = true; // capacity_under_slo: narrow the saturated figure it reports even when it is only the bound
   Arrival arrivals = Arrival::Poisson;
   std::uint64_t seed = 1;
   // Alike replicas one simulated replica stands for (see above; the serve callback must honour
@@ -90,6 +95,7 @@ struct SaturatedThroughput {
   long requests = 0;              // the sample size of the last run (all replicas')
   int replicas = 1;               // CapacityOptions::replicas: 1 simulated stood for this many
   long turnover_requests = 0;     // the first sample whose window held min_turnovers turnovers (0: none)
+  long next_requests = 0;         // the sample an extension would run next
   int runs = 0;                   // serving runs spent (the extensions)
   long simulated_requests = 0;    // what those runs cost: requests simulated (one replica's share when replicas > 1)
   long executed_steps = 0;        //   and steps lowered and run (the rest memoised, fitted or fast-forwarded)
@@ -116,6 +122,7 @@ struct SloCapacity {
     long finished = 0;
   };
   bool feasible = false;          // some probed rate met the goal
+  double bound = 0;               // req/s: the saturated rate the search started from (its first probe)
   double rate = 0;                // req/s: the highest probed rate that met it
   double min_failing = 0;         // the lowest probed rate above it that did not (0: none did)
   bool at_saturation = false;     // the saturated rate itself met the goal (the capacity is the plan's throughput)

@@ -256,8 +256,8 @@ struct ServingBreakdown {
   long prefix_evicted_blocks = 0;                 // prefix-cache blocks evicted from GPU memory for room
   long host_cached_tokens = 0;                    // of cached_tokens, found in the host tier (copied back)
   long host_dropped_blocks = 0;                   // blocks the host tier dropped for room
-  long spec_steps = 0, spec_tokens = 0;
-  double offload_stall = 0;                       // Σ seconds steps waited for offloaded weights beyond their GPU time (all replicas)           // speculative decoding: sequence-steps that verified drafts, tokens they emitted
+  long spec_steps = 0, spec_tokens = 0;          // speculative decoding: sequence-steps that verified drafts, tokens they emitted
+  double offload_stall = 0;                       // Σ seconds steps waited for offloaded weights beyond their GPU time (all replicas)
   double host_time = 0;                           // Σ over steps (all replicas) of host time not hidden by the GPU
   double engaged = 0;                             // Σ over replicas of the time they had a step under way (host and GPU)
   double tensor_work = 0, hbm_work = 0;          // Σ per-GPU work at peak (StepTiming::tensor_work, hbm_work; all replicas)

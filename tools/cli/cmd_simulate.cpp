@@ -306,6 +306,7 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
   ei.goal = parse_slo_goal(opt.goal, L.serving.slo_ttft, L.serving.slo_tpot, "--goal");
   ei.arrivals = opt.in.arrivals == "trace" ? Arrival::Trace : Arrival::Poisson;
   ei.seed = opt.in.seed;
+  ei.capacity_converge_saturated = true;  // printed below as the saturated throughput
   const SloCapacity c = ServingEvaluator(ei).capacity(plan);
   const SaturatedThroughput& t = c.saturated;
   std::ostream& o = std::cout;

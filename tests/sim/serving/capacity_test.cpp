@@ -149,6 +149,42 @@ TEST_CASE("capacity under an SLO: never above the saturated rate — a goal noth
   CHECK(none.stopped_probes() == 6);  // each stopped at its first decisive misses
 }
 
+TEST_CASE("capacity under an SLO: its bound needs only the turnovers — narrowing the saturated figure for a report changes no probe") {
+  Dense d;
+  const RequestTrace few = head(d.population, 150);  // about one turnover of the 2 × 64 sequences: extended
+  CapacityOptions o;
+  o.start_requests = 40;
+  ServingOptions so;
+  so.slo_ttft = 0.5;
+  so.slo_tpot = 0.03;
+  const SloGoal goal = parse_slo_goal("p99", 0.5, 0.03, "test");
+  o.converge_saturated = false;
+  const SloCapacity bound = capacity_under_slo(d.serve, few, so, goal, o);
+  o.converge_saturated = true;
+  const SloCapacity reported = capacity_under_slo(d.serve, few, so, goal, o);
+  REQUIRE(bound.feasible);
+  REQUIRE_FALSE(bound.at_saturation);  // the bound missed: the search never needed it narrowed
+  CHECK(bound.saturated.turnovers >= 3);
+  CHECK_FALSE(bound.saturated.converged);
+  CHECK(bound.saturated.note.find("a bound only") != std::string::npos);
+  CHECK(reported.saturated.converged);
+  CHECK(reported.saturated.runs > bound.saturated.runs);
+  // The same search either way: the bound, every probe, the figure.
+  CHECK(bound.bound == reported.bound);
+  CHECK(bound.bound == bound.probe_log.front().rate);
+  CHECK(bound.rate == reported.rate);
+  CHECK(bound.probe_requests == reported.probe_requests);
+  REQUIRE(bound.probe_log.size() == reported.probe_log.size());
+  for (std::size_t i = 0; i < bound.probe_log.size(); ++i) {
+    CHECK(bound.probe_log[i].rate == reported.probe_log[i].rate);
+    CHECK(bound.probe_log[i].met == reported.probe_log[i].met);
+  }
+  // The probes are as long as the turnovers needed — grown by what the last backlog lacked, not
+  // doubled — and shorter than the narrowed figure's sample.
+  CHECK(bound.probe_requests == bound.saturated.turnover_requests);
+  CHECK(bound.probe_requests < reported.saturated.requests);
+}
+
 TEST_CASE("capacity under an SLO: probes that stop at their first decisive misses reach the same verdicts") {
   Dense d;
   CapacityOptions o;
@@ -174,7 +210,7 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
     // rate, the reported rate the highest one met, and a stopped probe finished fewer requests.
     REQUIRE(quick.probe_log.size() == static_cast<std::size_t>(quick.probes()));
     REQUIRE(whole.probe_log.size() == quick.probe_log.size());
-    CHECK(quick.probe_log.front().rate == quick.saturated.request_s);
+    CHECK(quick.probe_log.front().rate == quick.bound);
     double best = 0;
     for (std::size_t i = 0; i < quick.probe_log.size(); ++i) {
       const auto& p = quick.probe_log[i];
