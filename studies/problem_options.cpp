@@ -12,7 +12,7 @@ std::vector<OptionDecl<ProblemSettings>> make_problem_option_decls() {
   // (checked by parse_tier, the one place a tier's name is read: sim/serving/tier.hpp)
   v.push_back(decl("--objective", &P::objective,
                    "capacity (the highest Poisson rate, req/s, meeting --slo at --goal, bracketed by the saturated rate; "
-                   "~6-8 runs per evaluation) | saturated (output tok/s of a backlog run extended until it converges) | "
+                   "~5-10 runs per evaluation) | saturated (output tok/s of a backlog run extended until it converges) | "
                    "drain (output tok/s of a run of the --requests given: depends on how many) | goodput (req/s within --slo "
                    "over that run) | drain-tpot (drain, feasible only with TPOT within --slo at --goal); docs/optimizers.md"));
   v.push_back(decl("--goal", &P::goal, "for capacity and drain-tpot: p99 | p90 | p50 | attain=F (see 'shardsim sweep --help')"));
