@@ -28,6 +28,14 @@ struct Dense {
   RequestTrace population =
       load_request_trace("synthetic:n=4000,rate=10,prompt=lognormal:600:0.6,output=lognormal:150:0.5,seed=4");
   AnalyticExecutor ex{cluster};
+  // The tight SLO several cases search under: p99 TTFT ≤ 0.5 s and TPOT ≤ 30 ms (some rates miss it).
+  const SloGoal tight = parse_slo_goal("p99", 0.5, 0.03, "test");
+  static ServingOptions tight_options() {
+    ServingOptions so;
+    so.slo_ttft = 0.5;
+    so.slo_tpot = 0.03;
+    return so;
+  }
   CapacityServe serve = [this](const RequestTrace& t, const ServingOptions& o, Metrics& m) {
     ServingResult r = shardsim::serve(plan, model, cluster, t, nullptr, ex, o);
     m = summarize(r, o, cluster.num_gpus());
@@ -154,10 +162,8 @@ TEST_CASE("capacity under an SLO: its bound needs only the turnovers — narrowi
   const RequestTrace few = head(d.population, 150);  // about one turnover of the 2 × 64 sequences: extended
   CapacityOptions o;
   o.start_requests = 40;
-  ServingOptions so;
-  so.slo_ttft = 0.5;
-  so.slo_tpot = 0.03;
-  const SloGoal goal = parse_slo_goal("p99", 0.5, 0.03, "test");
+  const ServingOptions so = Dense::tight_options();
+  const SloGoal& goal = d.tight;
   o.converge_saturated = false;
   const SloCapacity bound = capacity_under_slo(d.serve, few, so, goal, o);
   o.converge_saturated = true;
@@ -192,9 +198,7 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
   for (const char* goal_text : {"p99", "p90", "attain=0.9"}) {
     CAPTURE(goal_text);
     const SloGoal goal = parse_slo_goal(goal_text, 0.5, 0.03, "test");
-    ServingOptions so;
-    so.slo_ttft = 0.5;
-    so.slo_tpot = 0.03;
+    const ServingOptions so = Dense::tight_options();
     o.stop_early = true;
     const SloCapacity quick = capacity_under_slo(d.serve, d.population, so, goal, o);
     o.stop_early = false;
@@ -290,10 +294,8 @@ TEST_CASE("replica share: replica 0 alone with its share runs step for step as a
   // with every replica's within the bisection's 4% (and the intervals' reach), at about half the steps.
   CapacityOptions o;
   o.start_requests = 300;
-  ServingOptions slo;
-  slo.slo_ttft = 0.5;
-  slo.slo_tpot = 0.03;
-  const SloGoal goal = parse_slo_goal("p99", 0.5, 0.03, "test");
+  const ServingOptions slo = Dense::tight_options();
+  const SloGoal& goal = d.tight;
   const SloCapacity every = capacity_under_slo(d.serve, d.population, slo, goal, o);
   o.replicas = 2;
   long steps = 0;
