@@ -108,9 +108,25 @@ namespace {
 // SLO search, whose probes decide the figure), or the turnovers and the interval (the figure).
 enum class BacklogRule { Turnovers, Converged };
 
-// Runs backlogs on from `s` (its next size `s.next_requests`; a fresh `s` starts at the whole
-// trace) until `rule` holds, the limit is reached or a run is infeasible. Each run replaces the
-// figure; the costs add up.
+// The sample after the last run of `s`, from what that run lacked under `rule`: the window's
+// turnovers grow about as the requests, the interval's half-width as one over their square root.
+// A series that needs only the turnovers grows by what they lack (at least a quarter more); one
+// that needs the interval too at least doubles. At most ×16, and never beyond the limit.
+long next_sample(const SaturatedThroughput& s, const CapacityOptions& opt, BacklogRule rule) {
+  const bool window = s.window_end > s.window_start && s.turnovers > 0;
+  double grow = 4;
+  if (window) {
+    grow = std::max(1.25 * opt.min_turnovers / s.turnovers, 1.0);
+    if (rule == BacklogRule::Converged && std::isfinite(s.rel_halfwidth))
+      grow = std::max(grow, 1.25 * std::pow(s.rel_halfwidth / opt.rel_halfwidth, 2));
+  }
+  grow = std::clamp(grow, rule == BacklogRule::Converged || !window ? 2.0 : 1.25, 16.0);
+  return std::min(opt.max_requests, static_cast<long>(std::ceil(grow * static_cast<double>(s.requests))));
+}
+
+// Runs backlogs on from `s` (a fresh `s` starts at the whole trace; one that ran goes on from its
+// last run, by next_sample) until `rule` holds, the limit is reached or a run is infeasible. Each
+// run replaces the figure; the costs add up.
 void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const RequestTrace& population,
                   const ServingOptions& base, const CapacityOptions& opt, BacklogRule rule) {
   ServingOptions so = base;
@@ -122,14 +138,14 @@ void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const Requ
   const int k = std::max(1, opt.replicas);
   so.replica_share = k > 1;
   s.replicas = k;
-  // At least the whole trace (up to the limit): a start that does not depend on --requests.
-  long n = s.runs > 0 ? s.next_requests
-                      : std::min(opt.max_requests, std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
   auto holds = [&] {
     return s.window_end > s.window_start && s.turnovers >= opt.min_turnovers &&
            (rule == BacklogRule::Turnovers || s.rel_halfwidth <= opt.rel_halfwidth);
   };
   if (s.runs > 0 && (!s.feasible || holds() || s.requests >= opt.max_requests)) return;
+  // At least the whole trace (up to the limit): a start that does not depend on --requests.
+  long n = s.runs > 0 ? next_sample(s, opt, rule)
+                      : std::min(opt.max_requests, std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
   for (;;) {
     const RequestTrace sample = share_of(capacity_sample(population, n, opt.seed, false), k);
     Metrics m;
@@ -166,18 +182,6 @@ void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const Requ
     }
     if (s.turnover_requests == 0 && w.seconds() > 0 && s.turnovers >= opt.min_turnovers) s.turnover_requests = n;
     s.converged = w.seconds() > 0 && s.turnovers >= opt.min_turnovers && s.rel_halfwidth <= opt.rel_halfwidth;
-    // The next size from what this run lacked: the window's turnovers grow about as the requests,
-    // the interval's half-width as one over their square root. A series that needs only the
-    // turnovers grows by what they lack (at least a quarter more); one that needs the interval
-    // too at least doubles. At most ×16.
-    double grow = 4;
-    if (w.seconds() > 0 && s.turnovers > 0) {
-      grow = std::max(1.25 * opt.min_turnovers / s.turnovers, 1.0);
-      if (rule == BacklogRule::Converged && std::isfinite(s.rel_halfwidth))
-        grow = std::max(grow, 1.25 * std::pow(s.rel_halfwidth / opt.rel_halfwidth, 2));
-    }
-    grow = std::clamp(grow, rule == BacklogRule::Converged || s.turnovers <= 0 ? 2.0 : 1.25, 16.0);
-    s.next_requests = std::min(opt.max_requests, static_cast<long>(std::ceil(grow * static_cast<double>(n))));
     if (holds()) {
       s.note = s.converged ? "" : "a bound only: " + std::to_string(static_cast<int>(opt.min_turnovers)) +
                                       " turnovers, its interval not narrowed (the SLO search needs no more)";
@@ -190,7 +194,7 @@ void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const Requ
       s.note = buf;
       return;
     }
-    n = s.next_requests;
+    n = next_sample(s, opt, rule);
   }
 }
 

@@ -95,7 +95,6 @@ struct SaturatedThroughput {
   long requests = 0;              // the sample size of the last run (all replicas')
   int replicas = 1;               // CapacityOptions::replicas: 1 simulated stood for this many
   long turnover_requests = 0;     // the first sample whose window held min_turnovers turnovers (0: none)
-  long next_requests = 0;         // the sample an extension would run next
   int runs = 0;                   // serving runs spent (the extensions)
   long simulated_requests = 0;    // what those runs cost: requests simulated (one replica's share when replicas > 1)
   long executed_steps = 0;        //   and steps lowered and run (the rest memoised, fitted or fast-forwarded)
