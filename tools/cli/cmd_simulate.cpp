@@ -318,14 +318,16 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
     << "               to the first replica's last admission, extended until it holds 3 turnovers and its 10 batch\n"
     << "               means give a 95% interval within ±2%\n";
   o << "  under SLO    " << ei.goal.describe() << ": " << c.describe() << "\n";
-  if (!c.probe_log.empty()) {  // how the search went: the saturated rate, then down, then bisection
+  if (!c.probe_log.empty()) {  // how the search went: the bound, then down, then bisection
     o << "  probes       ";
     for (std::size_t i = 0; i < c.probe_log.size(); ++i) {
       const auto& p = c.probe_log[i];
       o << (i > 0 ? ", " : "") << readable(p.rate, 3) << (p.met ? " met" : " missed");
       if (p.stopped) o << " (stopped, " << readable(static_cast<double>(p.finished)) << " finished)";
     }
-    o << " — req/s, in order; each probe " << readable(static_cast<double>(c.probe_requests)) << " requests";
+    o << " — req/s, in order, from the bound (the saturated rate once its window held 3 turnovers";
+    if (c.bound != t.request_s) o << "; narrowed since to " << readable(t.request_s, 3);
+    o << "); each probe " << readable(static_cast<double>(c.probe_requests)) << " requests";
     if (t.replicas > 1)
       o << " (replica 0's share of " << readable(static_cast<double>(c.probe_requests / t.replicas)) << " simulated)";
     o << "\n";
@@ -348,7 +350,7 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
                   {"turnovers", t.turnovers}, {"rel_halfwidth", std::isfinite(t.rel_halfwidth) ? json(t.rel_halfwidth) : json(nullptr)},
                   {"note", t.note}};
   return {{"saturated", sat},
-          {"slo", {{"goal", ei.goal.describe()}, {"feasible", c.feasible}, {"rate_req_s", c.rate},
+          {"slo", {{"goal", ei.goal.describe()}, {"feasible", c.feasible}, {"rate_req_s", c.rate}, {"bound_req_s", c.bound},
                    {"min_failing_req_s", c.min_failing}, {"at_saturation", c.at_saturation},
                    {"output_tok_s", c.output_tok_s}, {"probes", c.probes()},
                    {"stopped_probes", c.stopped_probes()}, {"probe_requests", c.probe_requests}, {"note", c.note},

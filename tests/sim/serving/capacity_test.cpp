@@ -362,9 +362,12 @@ TEST_CASE("simulate --capacity: both measures with how they were measured — no
   CHECK(r.out.find("  saturated    ") != std::string::npos);
   CHECK(r.out.find("(converged: 95% interval ±") != std::string::npos);
   CHECK(r.out.find("  under SLO    ") != std::string::npos);
-  // Every probe in order, with its verdict: the first is the saturated rate.
+  // Every probe in order, with its verdict: the first is the bound, the saturated rate at 3
+  // turnovers (here narrowed afterwards, for the line above: both are named).
   CHECK(r.out.find("  probes       ") != std::string::npos);
-  CHECK(r.out.find(" — req/s, in order; each probe ") != std::string::npos);
+  CHECK(r.out.find(" — req/s, in order, from the bound (the saturated rate once its window held 3 turnovers; narrowed since to ") !=
+        std::string::npos);
+  CHECK(r.out.find("); each probe ") != std::string::npos);
   // What the measure cost, in simulated runs, requests and executed steps.
   CHECK(r.out.find("  cost         ") != std::string::npos);
   CHECK(r.out.find(" steps (the rest memoised, fitted or fast-forwarded)") != std::string::npos);
