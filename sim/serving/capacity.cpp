@@ -108,6 +108,13 @@ namespace {
 // SLO search, whose probes decide the figure), or the turnovers and the interval (the figure).
 enum class BacklogRule { Turnovers, Converged };
 
+// Whether the last run of `s` meets `rule`: its window holds min_turnovers turnovers and, to
+// converge, its batch-means interval is within ±rel_halfwidth.
+bool meets(const SaturatedThroughput& s, const CapacityOptions& opt, BacklogRule rule) {
+  const bool turned = s.window_end > s.window_start && s.turnovers >= opt.min_turnovers;
+  return rule == BacklogRule::Turnovers ? turned : turned && s.rel_halfwidth <= opt.rel_halfwidth;
+}
+
 // The sample after the last run of `s`, from what that run lacked under `rule`: the window's
 // turnovers grow about as the requests, the interval's half-width as one over their square root.
 // A series that needs only the turnovers grows by what they lack (at least a quarter more); one
@@ -138,11 +145,7 @@ void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const Requ
   const int k = std::max(1, opt.replicas);
   so.replica_share = k > 1;
   s.replicas = k;
-  auto holds = [&] {
-    return s.window_end > s.window_start && s.turnovers >= opt.min_turnovers &&
-           (rule == BacklogRule::Turnovers || s.rel_halfwidth <= opt.rel_halfwidth);
-  };
-  if (s.runs > 0 && (!s.feasible || holds() || s.requests >= opt.max_requests)) return;
+  if (s.runs > 0 && (!s.feasible || meets(s, opt, rule) || s.requests >= opt.max_requests)) return;
   // At least the whole trace (up to the limit): a start that does not depend on --requests.
   long n = s.runs > 0 ? next_sample(s, opt, rule)
                       : std::min(opt.max_requests, std::max({opt.start_requests, static_cast<long>(population.requests.size()), 16L}));
@@ -180,9 +183,9 @@ void run_backlogs(SaturatedThroughput& s, const CapacityServe& serve, const Requ
       s.request_s = m.request_s;
       s.total_tok_s = m.throughput_tok_s;
     }
-    if (s.turnover_requests == 0 && w.seconds() > 0 && s.turnovers >= opt.min_turnovers) s.turnover_requests = n;
-    s.converged = w.seconds() > 0 && s.turnovers >= opt.min_turnovers && s.rel_halfwidth <= opt.rel_halfwidth;
-    if (holds()) {
+    if (s.turnover_requests == 0 && meets(s, opt, BacklogRule::Turnovers)) s.turnover_requests = n;
+    s.converged = meets(s, opt, BacklogRule::Converged);
+    if (meets(s, opt, rule)) {
       s.note = s.converged ? "" : "a bound only: " + std::to_string(static_cast<int>(opt.min_turnovers)) +
                                       " turnovers, its interval not narrowed (the SLO search needs no more)";
       return;
