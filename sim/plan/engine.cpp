@@ -26,6 +26,7 @@ std::map<std::string, EngineSettings> make_presets() {
   sg.kv_block = 1;
   sg.step_overhead = 0.2e-3;
   sg.seq_overhead = 1e-6;
+  sg.overlap_schedule = true;  // (--disable-overlap-schedule turns it off)
   sg.scheduler = SchedulerKind::Sglang;
   sg.allreduce = AllReduceKernels::Sglang;
   p["sglang"] = sg;
@@ -147,6 +148,7 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   else if (key == "swap_bw") e.swap_bw = parse_real_in(v, source, field, 1e6, 1e13);
   else if (key == "cuda_graphs") e.cuda_graphs = parse_bool(v, source, field);
   else if (key == "two_batch_overlap") e.two_batch_overlap = parse_bool(v, source, field);
+  else if (key == "overlap_schedule") e.overlap_schedule = parse_bool(v, source, field);
   else if (key == "comm_sms") e.comm_sms = static_cast<int>(parse_int_in(v, source, field, 0, 1024));
   else if (key == "prefix_cache") e.prefix_cache = parse_bool(v, source, field);
   else if (key == "kv_host_gb") e.kv_host = parse_real_in(v, source, field, 0, 1e6) * 1e9;
@@ -168,7 +170,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "prefill_chunk",   "max_output",       "kv_free_fraction", "mem_util",
                                  "gpu_memory_utilization", "policy",    "preemption",       "kv_block",
                                  "swap_bw",         "cuda_graphs",      "launch_overhead_us", "step_overhead_ms",
-                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler",
+                                 "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler", "overlap_schedule",
                                  "a2a",             "comm_sms",         "prefix_cache",     "dispatch",
                                  "spec_tokens",     "spec_accept",      "kv_host_gb",       "weight_offload_gb",
                                  "allreduce"};
@@ -210,6 +212,7 @@ std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) 
           {"seq_overhead_us", num(e.seq_overhead * 1e6)},
           {"runtime_reserve_gb", num(e.runtime_reserve / 1e9)},
           {"two_batch_overlap", e.two_batch_overlap ? "on" : "off"},
+          {"overlap_schedule", e.overlap_schedule ? "on" : "off"},
           {"scheduler", to_string(e.scheduler)},
           {"a2a", to_string(e.a2a)},
           {"allreduce", to_string(e.allreduce)},
@@ -332,6 +335,7 @@ json engine_to_json(const EngineSettings& e) {
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
     else if (k == "prefix_cache") j[k] = e.prefix_cache;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
+    else if (k == "overlap_schedule") j[k] = e.overlap_schedule;
     else if (v.find_first_of(".e") == std::string::npos) j[k] = std::stoll(v);
     else j[k] = std::stod(v);
   }

@@ -79,6 +79,12 @@ struct EngineSettings {
   // Two-batch overlap (SGLang --enable-two-batch-overlap, DeepSeek): with EP, each step runs as
   // two micro-batches whose all-to-alls overlap each other's compute (sim/step/micro_batches.hpp).
   bool two_batch_overlap = false;
+  // Overlap scheduling (SGLang's overlap scheduler, on by default since v0.4; TensorRT-LLM's PyTorch
+  // executor's, on by default; vLLM's async scheduling, off through 0.11): the host prepares step
+  // n+1 (scheduling, inputs, the outputs of step n−1) while the GPU runs step n, so a step's host
+  // work (step_overhead, seq_overhead) delays it only by what the GPU step before it does not cover.
+  // Off: the host works between steps, in series with them. docs/engines.md "Host costs".
+  bool overlap_schedule = false;
   // SMs DeepEP's normal (node-level) kernels hold while two-batch overlap runs compute beside them
   // (DeepEP's Buffer.num_sms, 20 by default): those steps' compute gets (SMs − comm_sms)/SMs of the
   // GPU's flop rate. Its low-latency (per-rank) kernels hold none (hook-based receive).
@@ -105,7 +111,7 @@ struct EngineSettings {
   int spec_tokens = 0;
   std::vector<double> spec_accept = {0.85};
   double launch_overhead = 4e-6; // host seconds per kernel launch without CUDA graphs
-  double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping) not hidden
+  double step_overhead = 1e-3;   // host seconds per iteration (scheduling, sampling, bookkeeping)
   double seq_overhead = 2e-6;    // host seconds per sequence in the iteration
   double runtime_reserve = 1.5 * 1024 * 1024 * 1024;  // bytes per GPU held by the CUDA context, libraries, allocator
 

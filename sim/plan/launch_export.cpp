@@ -97,6 +97,8 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
       add("speculative-config", "{\"method\": \"mtp\", \"num_speculative_tokens\": " + launch_num(s.spec_tokens) + "}");
     if (s.weight_offload > 0) add("cpu-offload-gb", launch_num(s.weight_offload / 1e9));
     if (s.two_batch_overlap) add("enable-dbo", "true");
+    // (explicit both ways: vLLM 0.11 schedules in series by default, later versions asynchronously)
+    add(s.overlap_schedule ? "async-scheduling" : "no-async-scheduling", "true");
     if (!role.empty()) add("kv-transfer-config", "{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_both\"}");
     if (s.policy == KvPolicy::Reserve) lose("policy=reserve: vLLM allocates KV blocks on demand and preempts (recompute)");
   } else if (e == LaunchEngine::Sglang) {
@@ -127,6 +129,7 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
     if (!s.cuda_graphs) add("disable-cuda-graph", "true");
     if (s.allreduce == AllReduceKernels::Nccl) add("disable-custom-all-reduce", "true");
     if (s.two_batch_overlap) add("enable-two-batch-overlap", "true");
+    if (!s.overlap_schedule) add("disable-overlap-schedule", "true");
     if (p.redundant_experts > 0) {
       add("enable-eplb", "true");
       add("ep-num-redundant-experts", launch_num(p.redundant_experts));
@@ -170,6 +173,7 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
     if (s.cuda_graphs) add("cuda_graph_config.max_batch_size", launch_num(s.max_seqs));
     else add("cuda_graph_config", "null");
     if (s.allreduce == AllReduceKernels::Nccl) add("allreduce_strategy", "NCCL");
+    if (!s.overlap_schedule) add("disable_overlap_scheduler", "true");  // (trtllm-serve's PyTorch flow overlaps by default)
     if (p.redundant_experts > 0) add("moe_config.load_balancer.num_slots", launch_num(m.experts + p.redundant_experts));
     if (s.spec_tokens > 0) {
       add("speculative_config.decoding_type", "MTP");
@@ -680,6 +684,8 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     }
     if (has("cpu-offload-gb")) p.engine.weight_offload = real("cpu-offload-gb", 0, 1e6) * 1e9;
     if (has("enable-dbo")) p.engine.two_batch_overlap = boolean("enable-dbo");
+    if (has("async-scheduling")) p.engine.overlap_schedule = boolean("async-scheduling");
+    if (has("no-async-scheduling")) p.engine.overlap_schedule = !boolean("no-async-scheduling");
   } else if (engine == LaunchEngine::Sglang) {
     const long size = has("tp-size") ? integer("tp-size", 1, big) : 1;
     attn_dp = has("enable-dp-attention") && boolean("enable-dp-attention") && has("dp-size") ? integer("dp-size", 1, big) : 1;
@@ -709,6 +715,7 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     if (has("disable-cuda-graph")) p.engine.cuda_graphs = !boolean("disable-cuda-graph");
     if (has("disable-custom-all-reduce") && boolean("disable-custom-all-reduce")) p.engine.allreduce = AllReduceKernels::Nccl;
     if (has("enable-two-batch-overlap")) p.engine.two_batch_overlap = boolean("enable-two-batch-overlap");
+    if (has("disable-overlap-schedule")) p.engine.overlap_schedule = !boolean("disable-overlap-schedule");
     if (has("enable-eplb")) get("enable-eplb");
     if (has("ep-num-redundant-experts")) p.redundant_experts = static_cast<int>(integer("ep-num-redundant-experts", 0, 1 << 16));
     if (has("speculative-num-steps")) p.engine.spec_tokens = static_cast<int>(integer("speculative-num-steps", 0, 64));
@@ -747,6 +754,7 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     // trtllm-serve's PyTorch flow captures CUDA graphs unless cuda_graph_config is null.
     p.engine.cuda_graphs = !(has("cuda_graph_config") && *get("cuda_graph_config") == "null");
     if (has("cuda_graph_config.max_batch_size")) get("cuda_graph_config.max_batch_size");
+    p.engine.overlap_schedule = !(has("disable_overlap_scheduler") && boolean("disable_overlap_scheduler"));
     if (has("allreduce_strategy")) p.engine.allreduce = *get("allreduce_strategy") == "NCCL" ? AllReduceKernels::Nccl : AllReduceKernels::Trtllm;
     if (has("moe_config.load_balancer.num_slots"))
       p.redundant_experts = static_cast<int>(integer("moe_config.load_balancer.num_slots", model.experts, 1 << 16)) - model.experts;

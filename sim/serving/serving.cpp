@@ -483,23 +483,35 @@ class ReplicaSim {
     if (opt_.on_step) opt_.on_step(timing);
     // Host: the scheduler's fixed and per-sequence work, swaps, and — without CUDA graphs — kernel
     // launches, which stretch the GPU time when the host cannot keep ahead.
-    double host = eng_.step_overhead + eng_.seq_overhead * seqs + pending_swap_;
+    const double work = eng_.step_overhead + eng_.seq_overhead * seqs;
+    double host = work + pending_swap_;
     pending_swap_ = 0;
     double launch = eng_.cuda_graphs ? 0 : timing.kernels * eng_.launch_overhead;
     double stretch = timing.makespan > 0 && launch > timing.makespan ? launch / timing.makespan : 1.0;
-    out_.breakdown.host_time += host + (stretch - 1) * timing.makespan;
     double clock = t + host;
+    // An overlap scheduler prepared this step while the GPU ran the one before, from the moment it
+    // launched that one: the step starts when both are done (docs/engines.md "Host costs"). Only
+    // back to back — after an idle engine the host starts with the step — and with one pipeline
+    // stage (with several, each micro-batch's host work already runs beside the others' stages).
+    double exposed = host;
+    if (eng_.overlap_schedule && engines_ == 1 && last_launch_ >= 0 && t <= last_end_) {
+      exposed = std::max(0.0, last_launch_ + work - t) + (host - work);  // (a swap's copy still waits)
+      clock = t + exposed;
+    }
+    out_.breakdown.host_time += exposed + (stretch - 1) * timing.makespan;
     for (int s = 0; s < engines_; ++s) {
       double st = stretch * (timing.stage_time.size() > static_cast<std::size_t>(s) ? timing.stage_time[static_cast<std::size_t>(s)]
                                                                                    : (s == 0 ? timing.makespan : 0));
       double begin = std::max(clock, stage_free_[static_cast<std::size_t>(s)]);
+      if (s == 0) last_launch_ = begin;
       if (s == 0 && first_stage != nullptr) *first_stage = begin;
       if (stage_first_[static_cast<std::size_t>(s)] < 0) stage_first_[static_cast<std::size_t>(s)] = begin;
       clock = begin + st;
       stage_free_[static_cast<std::size_t>(s)] = clock;
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
-    if (engines_ == 1) clock = std::max(clock, t + host + stretch * timing.makespan);
+    if (engines_ == 1) clock = std::max(clock, last_launch_ + stretch * timing.makespan);
+    last_end_ = clock;
     // The replica had work from t to clock (pipelined steps overlap: only the new part counts).
     const double engaged = std::max(0.0, clock - std::max(t, engaged_until_));
     engaged_until_ = std::max(engaged_until_, clock);
@@ -879,6 +891,8 @@ class ReplicaSim {
   long arrived_ = 0;          // requests that have arrived (the scheduler's queue assignment counts them)
   double pending_swap_ = 0;
   double engaged_until_ = 0;  // when the last step that counted toward ServingBreakdown::engaged ended
+  double last_launch_ = -1;   // when the last step began on the first stage (−1: none yet)
+  double last_end_ = -1;      // when it ended
   // Seconds a forward needs to stream the offloaded weights in (EngineSettings::weight_offload,
   // the slowest GPU's host link): a step lasts at least this.
   double stream_s_ = 0;   // host↔GPU swap seconds to charge to the next step

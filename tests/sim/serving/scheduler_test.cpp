@@ -93,6 +93,26 @@ TEST_CASE("scheduler: host costs add to every iteration — without CUDA graphs 
   CHECK(slow.result.breakdown.host_time > 0);
 }
 
+TEST_CASE("scheduler: an overlap scheduler hides the host's work behind the GPU step before it, up to that step's length") {
+  Run base = run("tp=8,step_overhead_ms=0,seq_overhead_us=0", kTrace);
+  // 5 ms of host work a step, shorter than the GPU step: only the first step (nothing before it to
+  // hide behind) pays it; in series every step does (the test above).
+  Run hidden = run("tp=8,step_overhead_ms=5,seq_overhead_us=0,overlap_schedule=on", kTrace);
+  CHECK(hidden.result.breakdown.steps == base.result.breakdown.steps);
+  CHECK(hidden.metrics.makespan_s == doctest::Approx(base.metrics.makespan_s + 5e-3));
+  CHECK(hidden.result.breakdown.host_time == doctest::Approx(5e-3));
+  // Longer than every GPU step: the host sets the pace, one step per 200 ms.
+  Run bound = run("tp=8,step_overhead_ms=200,seq_overhead_us=0,overlap_schedule=on", kTrace);
+  const double steps = static_cast<double>(bound.result.breakdown.steps);
+  // (only prompt steps longer than 200 ms, a few, run past that pace)
+  CHECK(bound.metrics.makespan_s > steps * 0.2);
+  CHECK(bound.metrics.makespan_s < steps * 0.2 + 0.1 * base.metrics.makespan_s);
+  Run serial = run("tp=8,step_overhead_ms=200,seq_overhead_us=0", kTrace);
+  MESSAGE("makespan: no host " << base.metrics.makespan_s << " s, 200 ms overlapped " << bound.metrics.makespan_s << " s, in series "
+                               << serial.metrics.makespan_s << " s over " << steps << " steps");
+  CHECK(serial.metrics.makespan_s == doctest::Approx(base.metrics.makespan_s + steps * 0.2).epsilon(0.02));
+}
+
 TEST_CASE("steady state: throughput in the saturated window does not depend on how many requests ran") {
   auto tr = [](int n) {
     return "synthetic:n=" + std::to_string(n) + ",prompt=lognormal:400:0.8:2000,output=lognormal:300:0.6:1500,seed=5";
