@@ -62,6 +62,19 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
   lose("host costs (step_overhead_ms, seq_overhead_us, launch_overhead_us): the simulator's estimates of the engine, not settings");
   if (s.max_output > 0) lose("max_output: a client's max_tokens, not a server setting");
 
+  // vLLM and TensorRT-LLM run one scheduler per attention-DP rank with the whole limits each (vLLM:
+  // a core engine per DP rank; TensorRT-LLM: an executor per rank), where a plan's max_seqs and
+  // max_batch_tokens are the engine's: each rank gets its share (SGLang divides them itself).
+  const int ranks = std::max(1, d.attn_dp);
+  auto per_rank = [&](int engine_value, const char* key) {
+    if (ranks > 1 && engine_value % ranks != 0)
+      lose(std::string(key) + "=" + launch_num(engine_value) + " is not a multiple of attn_dp=" + launch_num(ranks) +
+           ": each rank gets it rounded up");
+    return (engine_value + ranks - 1) / ranks;
+  };
+  if (ranks > 1 && e != LaunchEngine::Sglang)
+    lose("max_seqs / max_batch_tokens: written per attention-DP rank (the plan's ÷ " + launch_num(ranks) +
+         "), as the engine applies them; the simulation shares one token budget across the ranks");
   if (e == LaunchEngine::Vllm) {
     add("tensor-parallel-size", launch_num(d.tp));
     if (d.pp > 1) add("pipeline-parallel-size", launch_num(d.pp));
@@ -73,13 +86,14 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
       if (s.a2a == A2aKernel::Auto)
         lose("a2a=auto: vLLM runs one all-to-all backend for prefill and decode (deepep_high_throughput or deepep_low_latency)");
     }
-    add("max-num-seqs", launch_num(s.max_seqs));
-    add("max-num-batched-tokens", launch_num(s.max_batch_tokens));
+    const int rank_tokens = per_rank(s.max_batch_tokens, "max_batch_tokens");
+    add("max-num-seqs", launch_num(per_rank(s.max_seqs, "max_seqs")));
+    add("max-num-batched-tokens", launch_num(rank_tokens));
     add("max-model-len", launch_num(s.max_context));
     // (vLLM's --config drops a `false`: a switch is turned off by its no- form)
     if (s.prefill_chunk > 0) add("enable-chunked-prefill", "true");
     else add("no-enable-chunked-prefill", "true");
-    if (s.prefill_chunk > 0 && s.prefill_chunk < s.max_batch_tokens)
+    if (s.prefill_chunk > 0 && s.prefill_chunk < rank_tokens)
       add("long-prefill-token-threshold", launch_num(s.prefill_chunk));
     if (s.kv_budget == KvBudget::TotalFraction) add("gpu-memory-utilization", launch_num(s.kv_fraction));
     else lose("kv_budget=free-fraction: vLLM budgets a fraction of the whole GPU (gpu-memory-utilization)");
@@ -158,8 +172,9 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
       add("enable_attention_dp", "true");
       if (d.tp > 1) lose("tp=" + launch_num(d.tp) + " with attn_dp=" + launch_num(d.attn_dp) + ": TensorRT-LLM's attention DP makes every rank its own attention group (tp 1)");
     }
-    add("max_batch_size", launch_num(s.max_seqs));
-    add("max_num_tokens", launch_num(s.max_batch_tokens));
+    const int rank_seqs = per_rank(s.max_seqs, "max_seqs");
+    add("max_batch_size", launch_num(rank_seqs));
+    add("max_num_tokens", launch_num(per_rank(s.max_batch_tokens, "max_batch_tokens")));
     add("max_seq_len", launch_num(s.max_context));
     add("enable_chunked_prefill", flag(s.prefill_chunk > 0));
     if (s.prefill_chunk > 0 && s.prefill_chunk < s.max_batch_tokens)
@@ -170,7 +185,7 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
     add("kv_cache_config.enable_block_reuse", flag(s.prefix_cache));
     add("kv_cache_config.tokens_per_block", launch_num(s.kv_block));
     add("scheduler_config.capacity_scheduler_policy", s.policy == KvPolicy::Reserve ? "GUARANTEED_NO_EVICT" : "MAX_UTILIZATION");
-    if (s.cuda_graphs) add("cuda_graph_config.max_batch_size", launch_num(s.max_seqs));
+    if (s.cuda_graphs) add("cuda_graph_config.max_batch_size", launch_num(rank_seqs));
     else add("cuda_graph_config", "null");
     if (s.allreduce == AllReduceKernels::Nccl) add("allreduce_strategy", "NCCL");
     if (!s.overlap_schedule) add("disable_overlap_scheduler", "true");  // (trtllm-serve's PyTorch flow overlaps by default)
@@ -651,8 +666,9 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     if (attn_dp > 1) deg("attn_dp", attn_dp);
     if (has("pipeline-parallel-size")) deg("pp", integer("pipeline-parallel-size", 1, big));
     if (model.is_moe()) deg("ep", has("enable-expert-parallel") && boolean("enable-expert-parallel") ? tp * attn_dp : 1);
-    if (has("max-num-seqs")) p.engine.max_seqs = static_cast<int>(integer("max-num-seqs", 1, 1 << 24));
-    if (has("max-num-batched-tokens")) p.engine.max_batch_tokens = static_cast<int>(integer("max-num-batched-tokens", 1, 1 << 26));
+    // (per DP rank in vLLM: the engine holds attn_dp times them)
+    if (has("max-num-seqs")) p.engine.max_seqs = static_cast<int>(attn_dp * integer("max-num-seqs", 1, 1 << 24));
+    if (has("max-num-batched-tokens")) p.engine.max_batch_tokens = static_cast<int>(attn_dp * integer("max-num-batched-tokens", 1, 1 << 26));
     if (has("max-model-len")) p.engine.max_context = static_cast<int>(integer("max-model-len", 1, 1 << 26));
     const bool chunked = !(has("no-enable-chunked-prefill") && boolean("no-enable-chunked-prefill")) &&
                          (!has("enable-chunked-prefill") || boolean("enable-chunked-prefill"));
@@ -736,8 +752,9 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
       if (has("moe_expert_parallel_size")) deg("ep", integer("moe_expert_parallel_size", 1, big));
       if (has("moe_tensor_parallel_size")) deg("etp", integer("moe_tensor_parallel_size", 1, big));
     }
-    if (has("max_batch_size")) p.engine.max_seqs = static_cast<int>(integer("max_batch_size", 1, 1 << 24));
-    if (has("max_num_tokens")) p.engine.max_batch_tokens = static_cast<int>(integer("max_num_tokens", 1, 1 << 26));
+    // (per attention-DP rank: the engine holds attn_dp times them)
+    if (has("max_batch_size")) p.engine.max_seqs = static_cast<int>(attn_dp * integer("max_batch_size", 1, 1 << 24));
+    if (has("max_num_tokens")) p.engine.max_batch_tokens = static_cast<int>(attn_dp * integer("max_num_tokens", 1, 1 << 26));
     if (has("max_seq_len")) p.engine.max_context = static_cast<int>(integer("max_seq_len", 1, 1 << 26));
     if (has("enable_chunked_prefill")) p.engine.prefill_chunk = boolean("enable_chunked_prefill") ? p.engine.max_batch_tokens : 0;
     if (has("kv_cache_config.free_gpu_memory_fraction"))

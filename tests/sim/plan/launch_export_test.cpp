@@ -97,6 +97,33 @@ TEST_CASE("export: what an engine has no flag for is named, not dropped silently
   CHECK_FALSE(mentions(export_launch(p, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "beside"));
 }
 
+TEST_CASE("export: vLLM and TensorRT-LLM get the limits per attention-DP rank, SGLang the engine's, and the overlap switch") {
+  const ModelSpec m = load_model("deepseek-v3");
+  const Cluster c = load_cluster("dgx-h100:4");
+  // 1,024 sequences and 8,192 tokens a step for the engine of 16 attention-DP ranks: vLLM's core
+  // engines and TensorRT-LLM's executors apply their limits per rank, SGLang divides its own.
+  const Plan p = load_plan("tp=1,attn_dp=16,ep=16,dp=2,max_seqs=1024,max_batch_tokens=8192,engine=vllm", m, c);
+  REQUIRE(check_plan(p, m, c).feasible());
+  const std::string v = file(export_launch(p, m, c, LaunchEngine::Vllm, "x", LaunchLoad{}), "vllm.yaml").text;
+  CHECK(v.find("max-num-seqs: 64\n") != std::string::npos);
+  CHECK(v.find("max-num-batched-tokens: 512\n") != std::string::npos);
+  CHECK(v.find("no-async-scheduling: true\n") != std::string::npos);  // the vllm preset schedules in series
+  const std::string t = file(export_launch(p, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "trtllm.yaml").text;
+  CHECK(t.find("max_batch_size: 64\n") != std::string::npos);
+  CHECK(t.find("max_num_tokens: 512\n") != std::string::npos);
+  CHECK(t.find("disable_overlap_scheduler: true\n") != std::string::npos);
+  const std::string g = file(export_launch(p, m, c, LaunchEngine::Sglang, "x", LaunchLoad{}), "sglang.yaml").text;
+  CHECK(g.find("max-running-requests: 1024\n") != std::string::npos);
+  CHECK(g.find("disable-overlap-schedule: true\n") != std::string::npos);
+  // An overlapping plan says so to each engine; a limit that does not divide is named.
+  const Plan o = load_plan("tp=1,attn_dp=16,ep=16,dp=2,max_seqs=1000,engine=sglang", m, c);
+  const LaunchExport ov = export_launch(o, m, c, LaunchEngine::Vllm, "x", LaunchLoad{});
+  CHECK(file(ov, "vllm.yaml").text.find("async-scheduling: true\n") != std::string::npos);
+  CHECK(file(ov, "vllm.yaml").text.find("max-num-seqs: 63\n") != std::string::npos);
+  CHECK(mentions(ov, "max_seqs=1000 is not a multiple of attn_dp=16"));
+  CHECK(file(export_launch(o, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "trtllm.yaml").text.find("disable_overlap_scheduler") == std::string::npos);
+}
+
 TEST_CASE("export: a disaggregated plan gets a config per pool, the engine's roles and a router") {
   const ModelSpec m = load_model("mixtral-8x7b");
   const Cluster c = load_cluster("dgx-h100:1+dgx-h200:1");
