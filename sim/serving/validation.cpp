@@ -745,6 +745,7 @@ std::vector<ValidationRow> run_validation(const ExecutorFactory& make_executor, 
     disaggregated_rows(make_executor, options, rows);
     closed_loop_rows(make_executor, options, rows);
     speculative_rows(make_executor, options, rows);
+    engine_step_rows(make_executor, options, rows);
     energy_rows(make_executor, options, rows);
   }
   return rows;

@@ -46,6 +46,10 @@ void measured_kernel_rows(std::vector<ValidationRow>& rows);
 // ML.ENERGY's H100 power and energy per token of Llama 3.1 8B / 70B / 405B (validation_energy.cpp).
 void energy_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
 
+// vLLM 0.20.1's per-iteration times of Qwen3-32B on B300 at TP 1-8, from AIConfigurator's forward-pass
+// golden runs (validation_steps.cpp).
+void engine_step_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
+
 // NVIDIA NIM's published closed-loop concurrency sweep of Llama-3.3-70B on 2×H100 (validation_closed_loop.cpp).
 void closed_loop_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows);
 

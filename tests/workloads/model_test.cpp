@@ -61,7 +61,7 @@ TEST_CASE("model presets: every preset listed, computed params within 3% of the 
   const std::set<std::string> expected = {"dbrx",          "deepseek-v3",     "gpt-oss-120b", "kimi-k2",
                                           "llama2-70b",    "llama3-70b",      "llama3.1-405b", "llama3.1-70b", "llama3.1-8b", "llama4-maverick",
                                           "mixtral-8x22b", "mixtral-8x7b",    "moe-1.6t",     "qwen3-235b-a22b",
-                                          "qwen3-30b-a3b"};
+                                          "qwen3-30b-a3b", "qwen3-32b"};
   std::set<std::string> names;
   for (const ModelSpec& m : model_presets()) names.insert(m.name);
   CHECK(names == expected);

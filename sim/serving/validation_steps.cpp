@@ -1,0 +1,120 @@
+// sim/serving/validation_steps.cpp — check rows for single engine iterations measured on vLLM.
+//
+// NVIDIA AIConfigurator's forward-pass-metric (FPM) golden runs (ai-dynamo/aiconfigurator, commit
+// 29f42c9, fpm_golden_runs/fpm_upfront_qwen32_full_once_20260613_194007, Apache-2.0): Qwen3-32B
+// in BF16 on one B300 node at TP 1, 2, 4 and 8, served by vLLM 0.20.1 (Dynamo's vllm-runtime 1.2.0;
+// asynchronous scheduling on, CUDA graphs FULL_AND_PIECEWISE, prefix caching on), each iteration's
+// scheduler wall time recorded with the step's composition. Rows: the median over the sweep's
+// repeats of (a) one prompt of 128, 1,024 or 4,096 tokens alone in the engine, (b) decode steps of
+// 1 or 4 sequences at 4,096 tokens of KV each, and (c) the decode-only steps of 32 sequences in its
+// real-workload segment (OpenAssistant prompts scaled to a mean of 4,096 tokens, 32 clients), at
+// that segment's median KV per sequence. docs/data/aiconfigurator-fpm-qwen3-32b-b300.csv holds
+// the medians with their sample counts and how they were taken.
+// Set up as run: the model from its Hugging Face config (qwen3-32b), one node of T B300 GPUs
+// (torus:1,gpus=T,gpu=b300: NVLink inside the node), plan tp=T with the vllm preset, overlapped
+// scheduling and the run's max_num_seqs of 128. A prompt row is the TTFT of a lone request (the
+// engine idle before it, so the host's work is not hidden); a decode row is the TPOT p50 of
+// requests whose prompts are already in the KV cache (--prefilled), i.e. the decode step's period.
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/embedded.hpp"
+
+#include "sim/plan/plan.hpp"
+#include "sim/serving/metrics.hpp"
+#include "sim/serving/serving.hpp"
+#include "sim/serving/validation_groups.hpp"
+#include "topologies/cluster.hpp"
+#include "workloads/model.hpp"
+#include "workloads/request_trace.hpp"
+
+namespace shardsim {
+
+namespace {
+
+// One measured iteration kind at one TP degree: median scheduler wall time, ms.
+struct StepPoint {
+  int tp;
+  bool prompt;      // a lone prompt (TTFT), else a decode step (TPOT)
+  int tokens;       // prompt tokens, or sequences in the decode step
+  int kv;           // decode: KV tokens per sequence at the step
+  double ms;        // published (median)
+  const char* miss; // cause of a miss ("" = none)
+};
+
+// The cause of the 32-sequence decode rows' misses, as measured (docs/validation.md).
+constexpr const char* kDecodeMiss =
+    "open, measured in part: from 4 to 32 sequences the measured step grows 1.45-1.63x as much as the model's "
+    "(TP1 8.1 ms vs 5.0, TP2 4.1 vs 2.6, TP4 2.3 vs 1.5, TP8 1.5 vs 1.0): per added sequence the model reads its KV "
+    "at ~6.7 TB/s on B300 (the grouped-query decode curve, set by no B300 table) where vLLM's steps imply ~4.1 TB/s; "
+    "whether vLLM's decode attention or its per-sequence sampling and bookkeeping take the rest is not measured";
+
+// The measured medians, from the embedded docs/data table. The 32-sequence decode rows at TP 1-4
+// miss (kDecodeMiss); TP8's is inside.
+std::vector<StepPoint> measured_steps() {
+  const std::string path = "docs/data/aiconfigurator-fpm-qwen3-32b-b300.csv";
+  const auto text = embedded_file(path);
+  if (!text) throw std::logic_error("validation: " + path + " is not embedded (re-run cmake)");
+  std::vector<StepPoint> out;
+  std::istringstream in{std::string(*text)};
+  bool header = true;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (header) {  // tp,kind,tokens_or_batch,kv_per_seq,rows,median_ms
+      header = false;
+      continue;
+    }
+    std::istringstream cells(line);
+    std::string tp, kind, tokens, kv, n, ms;
+    std::getline(cells, tp, ',');
+    std::getline(cells, kind, ',');
+    std::getline(cells, tokens, ',');
+    std::getline(cells, kv, ',');
+    std::getline(cells, n, ',');
+    std::getline(cells, ms, ',');
+    StepPoint p{std::stoi(tp), kind == "prompt", std::stoi(tokens), std::stoi(kv), std::stod(ms), ""};
+    if (!p.prompt && p.tokens == 32 && p.tp <= 4) p.miss = kDecodeMiss;
+    out.push_back(p);
+  }
+  return out;
+}
+
+
+}  // namespace
+
+void engine_step_rows(const ExecutorFactory& make, const ValidationOptions& opt, std::vector<ValidationRow>& rows) {
+  const std::string src =
+      "NVIDIA AIConfigurator FPM golden runs (ai-dynamo/aiconfigurator 29f42c9, fpm_golden_runs/"
+      "fpm_upfront_qwen32_full_once_20260613_194007): vLLM 0.20.1 on B300, per-iteration scheduler wall time, medians";
+  const ModelSpec model = load_model("qwen3-32b");
+  for (const StepPoint& p : measured_steps()) {
+    const std::string cluster_spec = "torus:1,gpus=" + std::to_string(p.tp) + ",gpu=b300";
+    const Cluster cluster = load_cluster(cluster_spec);
+    const std::string text = "tp=" + std::to_string(p.tp) + ",engine=vllm,overlap_schedule=on,max_seqs=128";
+    const Plan plan = plan_from_string(text, cluster.num_gpus(), plan_defaults(model));
+    // A lone prompt answers with one token; a decode row runs eight steps of its batch.
+    const std::string spec = "synthetic:n=" + std::to_string(p.prompt ? 1 : p.tokens) + ",prompt=fixed:" +
+                             std::to_string(p.prompt ? p.tokens : p.kv) + ",output=fixed:" + (p.prompt ? "1" : "9") +
+                             ",seed=1";
+    const RequestTrace trace = load_request_trace(spec);
+    ServingOptions so;
+    so.offline = true;
+    so.prefilled = !p.prompt;
+    if (opt.exact) so.set_exact();
+    const ServingResult r = serve_row(make, opt, plan, model, cluster, cluster_spec, trace, nullptr, so);
+    const Metrics m = summarize(r, so, cluster.num_gpus());
+    const double simulated = p.prompt ? m.ttft_ms.p50 : m.tpot_ms.p50;
+    const std::string what = p.prompt ? "one " + std::to_string(p.tokens) + "-token prompt alone, TTFT"
+                                      : "decode step of " + std::to_string(p.tokens) + " at " + std::to_string(p.kv) +
+                                            " KV tokens each, TPOT";
+    const std::string name = "Qwen3-32B TP" + std::to_string(p.tp) + ", B300 (vLLM 0.20.1), " + what;
+    const std::string setup = "qwen3-32b on " + cluster_spec + ", plan " + plan_to_string(plan) + ", trace " + spec +
+                              (p.prompt ? ", all at t = 0" : ", prefilled (--prefilled)");
+    // (single iterations, not runs under load: kept out of the end-to-end error summary)
+    rows.push_back({name, "engine steps", "ms", p.ms, simulated, 0.15, RowRole::Check, "", src, setup, p.miss});
+  }
+}
+
+}  // namespace shardsim
