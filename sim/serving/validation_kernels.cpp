@@ -2,13 +2,15 @@
 // kernel fractions (calibration) and what they must predict without being fitted (checks).
 //
 // Owns: measured_kernel_rows(). Reads the embedded topologies/data/kernel_tables.json (NVIDIA
-// AIConfigurator's TensorRT-LLM 1.3.0rc20 timings of B200, GB200, B300, GB300 and H100; source and
+// AIConfigurator's TensorRT-LLM 1.3.0rc20 timings of B200, GB200, B300, GB300 and H100, and vLLM
+// 0.19.0's grouped-query decode attention on B300; source and
 // attribution in the file and docs/validation.md). Each table becomes one row: the geometric mean
 // of its measured latencies beside the geometric mean of the compute model's times for the same
 // shapes on the GPU preset (the fractions it carries, GpuSpec::kernels), with the RMS log error
 // over the table's rows. A calibration table is the one a preset's fraction was fitted to (least
 // squares in log space, so its mean sits on the measurement); a check table never set anything:
-// MLA prompt attention priced by the grouped-query curves, and whole MoE layers priced as the
+// MLA prompt attention priced by the grouped-query curves, grouped-query decode on B300 (no table
+// set its curve there: H100's fractions of B300's peaks), and whole MoE layers priced as the
 // lowering prices routed experts (sim/step/lowering.cpp ffn(): two grouped GEMMs at rows = tokens
 // per expert).
 #include <algorithm>
@@ -41,6 +43,7 @@ double model_time(const GpuSpec& g, const ComputeModel& cm, const std::string& k
   if (kind == "gemm") return kernel_row_time(g, cm, KernelTableKind::Gemm, d, r);
   if (kind == "context_attention") return kernel_row_time(g, cm, KernelTableKind::ContextAttention, d, r);
   if (kind == "generation_mla") return kernel_row_time(g, cm, KernelTableKind::GenerationMla, d, r);
+  if (kind == "generation_attention") return kernel_row_time(g, cm, KernelTableKind::GenerationAttention, d, r);
   if (kind == "context_mla") {  // causal MLA prompt attention, as Lowering::attention prices it
     const double batch = r[0], heads = r[1], s = r[2];
     const double dqk = 192, dv = 128, kv_elems = 576, kvb = d == Dtype::FP8 ? 1 : 2;
@@ -60,6 +63,7 @@ std::string what(const std::string& kind, const std::string& dtype) {
   if (kind == "context_attention") return d + " prompt attention (64 or 32 heads, 8 KV heads)";
   if (kind == "context_mla") return d + " MLA prompt attention (DeepSeek, 128 or 16 heads)";
   if (kind == "generation_mla") return d + " MLA decode attention (absorbed, 128 or 16 heads)";
+  if (kind == "generation_attention") return d + "-KV grouped-query decode attention (64/32/16/8 heads, 8:1, vLLM's FlashInfer kernel)";
   return d + " MoE layer (hidden 6,144, expert FFN 16,384, top-2 of 8)";
 }
 
@@ -106,7 +110,7 @@ void measured_kernel_rows(std::vector<ValidationRow>& rows) {
     rows.push_back({name, "kernels", "µs", agreement.measured() * 1e6, agreement.model() * 1e6,
                     calibration ? 0.05 : 0.25, calibration ? RowRole::Calibration : RowRole::Check, sets,
                     "NVIDIA AIConfigurator (ai-dynamo/aiconfigurator @095f58a, systems/data/…/" + t.at("file").get<std::string>() +
-                        ", TensorRT-LLM 1.3.0rc20)",
+                        ", " + (t.contains("engine") ? t.at("engine").get<std::string>() : std::string("TensorRT-LLM 1.3.0rc20")) + ")",
                     setup, t.contains("miss") ? t.at("miss").get<std::string>() : std::string()});
   }
 }

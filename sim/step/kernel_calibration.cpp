@@ -34,6 +34,7 @@ const char* kernel_table_kind_name(KernelTableKind k) {
   switch (k) {
     case KernelTableKind::Gemm: return "gemm";
     case KernelTableKind::ContextAttention: return "context_attention";
+    case KernelTableKind::GenerationAttention: return "generation_attention";
     case KernelTableKind::GenerationMla: return "generation_mla";
     case KernelTableKind::Moe: return "moe";
   }
@@ -44,6 +45,7 @@ KernelCurveId kernel_table_curve(KernelTableKind kind, Dtype d) {
   const ComputeKind k = kind == KernelTableKind::Gemm             ? ComputeKind::Gemm
                         : kind == KernelTableKind::Moe           ? ComputeKind::GroupedGemm
                         : kind == KernelTableKind::GenerationMla ? ComputeKind::MlaDecodeAttention
+                        : kind == KernelTableKind::GenerationAttention ? ComputeKind::DecodeAttention
                                                                  : ComputeKind::PrefillAttention;
   return curve_id(k, d);
 }
@@ -61,6 +63,12 @@ double kernel_row_time(const GpuSpec& g, const ComputeModel& cm, KernelTableKind
       const double flops = batch * 2 * s * ((s + 1) / 2) * heads * (2 * dh);
       const double bytes = batch * (2 * s * (2 * kv_heads * dh) * kvb + s * heads * (2 * dh) * 2);
       return compute_time(g, ComputeKind::PrefillAttention, s, flops, bytes, d, cm);
+    }
+    case KernelTableKind::GenerationAttention: {  // paged decode, one query token a sequence, as Lowering::attention prices it
+      const double batch = r[0], heads = r[1], kv_heads = r[2], dh = r[3], kv = r[4];
+      const double flops = batch * 2 * (kv + 1) * heads * (2 * dh);
+      const double bytes = batch * ((kv + 2) * (2 * kv_heads * dh) * kvb + heads * (2 * dh) * 2);
+      return compute_time(g, ComputeKind::DecodeAttention, kv, flops, bytes, d, cm);
     }
     case KernelTableKind::GenerationMla: {  // absorbed MLA decode: 576-wide latent keys, 512-wide values
       const double batch = r[0], heads = r[1], kv = r[2];
@@ -101,6 +109,9 @@ KernelTable parse_kernel_table(const std::string& text, const std::string& sourc
   } else if (has({"batch", "heads", "kv_heads", "head_dim", "isl"})) {
     t.kind = KernelTableKind::ContextAttention;
     shape_cols = {"batch", "heads", "kv_heads", "head_dim", "isl"};
+  } else if (has({"batch", "heads", "kv_heads", "head_dim", "kvlen"})) {
+    t.kind = KernelTableKind::GenerationAttention;
+    shape_cols = {"batch", "heads", "kv_heads", "head_dim", "kvlen"};
   } else if (has({"batch", "heads", "kvlen"})) {
     t.kind = KernelTableKind::GenerationMla;
     shape_cols = {"batch", "heads", "kvlen"};
@@ -110,7 +121,7 @@ KernelTable parse_kernel_table(const std::string& text, const std::string& sourc
   } else {
     throw InputError(source, csv.has("m") || csv.has("n") ? "k" : "m",
                      "missing column (the header needs m, n, k for GEMMs; batch, heads, kv_heads, head_dim, isl for prompt "
-                     "attention; batch, heads, kvlen for MLA decode; or num_tokens, hidden_size, inter_size, topk, num_experts "
+                     "attention; batch, heads, kv_heads, head_dim, kvlen for grouped-query decode; batch, heads, kvlen for MLA decode; or num_tokens, hidden_size, inter_size, topk, num_experts "
                      "for MoE layers; and latency in ms and dtype)");
   }
   const bool moe = t.kind == KernelTableKind::Moe;

@@ -9,6 +9,8 @@
 //   gemm               m, n, k                                  → gemm_bf16 / gemm_fp8 / gemm_fp4
 //   context_attention  batch, heads, kv_heads, head_dim, isl    → attn_prefill / attn_prefill_fp8
 //                      (causal prompt attention, GQA/MHA)
+//   generation_attention  batch, heads, kv_heads, head_dim, kvlen → attn_decode
+//                      (paged grouped-query decode, one query token a sequence; KV in the row's dtype)
 //   generation_mla     batch, heads, kvlen                      → attn_decode_mla / attn_decode_mla_fp8
 //                      (absorbed MLA decode: 576-wide latent keys, 512-wide values)
 //   moe                num_tokens, hidden_size, inter_size, topk, num_experts [, moe_tp_size, moe_ep_size]
@@ -34,8 +36,9 @@
 namespace shardsim {
 
 // The kernel kinds a table can hold (their shape columns above).
-enum class KernelTableKind { Gemm, ContextAttention, GenerationMla, Moe };
-const char* kernel_table_kind_name(KernelTableKind k);  // "gemm", "context_attention", "generation_mla", "moe"
+enum class KernelTableKind { Gemm, ContextAttention, GenerationAttention, GenerationMla, Moe };
+// "gemm", "context_attention", "generation_attention", "generation_mla", "moe"
+const char* kernel_table_kind_name(KernelTableKind k);
 
 struct KernelTable {
   std::string source;

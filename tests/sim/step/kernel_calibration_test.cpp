@@ -114,6 +114,25 @@ TEST_CASE("calibrate kernels: attention tables fit their curves, from the model'
   CHECK(std::fabs(fits[0].max_eff / 0.5 - 1) < 0.01);
   CHECK(fits[0].rms_log_after < 0.01);
 
+  // A grouped-query decode table (its own header: kvlen, not isl) fits the paged decode curve's
+  // HBM fraction.
+  GpuSpec slow = gpu_preset("B300");
+  slow.kernels[static_cast<std::size_t>(KernelCurveId::AttnDecode)] = {0.5, 0.55};
+  std::string dec = "batch,heads,kv_heads,head_dim,kvlen,dtype,latency_ms\n";
+  for (double b : {8.0, 64.0, 256.0})
+    for (double kv : {2048.0, 8192.0, 32768.0}) {
+      const double ms = kernel_row_time(slow, cm, KernelTableKind::GenerationAttention, Dtype::BF16, {b, 64, 8, 128, kv}) * 1e3;
+      dec += std::to_string(b) + ",64,8,128," + std::to_string(kv) + ",bf16," + std::to_string(ms) + "\n";
+    }
+  const KernelTable dt = parse_kernel_table(dec, "decode.csv");
+  CHECK(dt.kind == KernelTableKind::GenerationAttention);
+  GpuSpec b300 = gpu_preset("B300");
+  const auto dfits = fit_kernel_curves(dt, b300);
+  REQUIRE(dfits.size() == 1);
+  CHECK(dfits[0].curve == KernelCurveId::AttnDecode);
+  CHECK(std::fabs(dfits[0].hbm_eff / 0.55 - 1) < 0.02);
+  CHECK(dfits[0].rms_log_after < 0.01);
+
   // The B200 preset's attention fractions were fitted to the embedded tables' calibration rows:
   // read in AIConfigurator's layouts, they land on the preset's fractions again.
   const json doc = parse_json(std::string(*embedded_file("topologies/data/kernel_tables.json")), "kernel_tables.json");
