@@ -30,6 +30,20 @@ std::string csv_from(const GpuSpec& g, Dtype d, const char* name) {
   return t;
 }
 
+// A BF16 attention table (64 query heads over 8 KV heads of 128) the model made on `truth`, its
+// header's last shape column `length` (isl for prompts, kvlen for decode), read back.
+KernelTable attention_table(const GpuSpec& truth, KernelTableKind kind, const std::string& length,
+                            std::initializer_list<double> batches, std::initializer_list<double> lengths) {
+  ComputeModel cm;
+  cm.sustained_clock = 1.0;
+  std::string csv = "batch,heads,kv_heads,head_dim," + length + ",dtype,latency_ms\n";
+  for (double b : batches)
+    for (double x : lengths)
+      csv += std::to_string(b) + ",64,8,128," + std::to_string(x) + ",bf16," +
+             std::to_string(kernel_row_time(truth, cm, kind, Dtype::BF16, {b, 64, 8, 128, x}) * 1e3) + "\n";
+  return parse_kernel_table(csv, length + ".csv");
+}
+
 }  // namespace
 
 TEST_CASE("calibrate kernels: a table the model made at known fractions is recovered") {
@@ -94,44 +108,34 @@ TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fracti
 }
 
 TEST_CASE("calibrate kernels: attention tables fit their curves, from the model's own rows and from the embedded B200 tables") {
-  // A prompt-attention table the model made at known fractions is recovered.
-  GpuSpec truth = gpu_preset("H100-SXM-80GB");
-  truth.kernels[static_cast<std::size_t>(KernelCurveId::AttnPrefill)] = {0.5, 0.6};
+  // Tables the model made at known fractions are recovered: prompt attention (max_eff binds) and
+  // grouped-query decode (its own header, kvlen, not isl; hbm_eff binds).
+  struct Case {
+    const char* gpu;
+    KernelTableKind kind;
+    const char* length;
+    std::initializer_list<double> batches, lengths;
+    KernelCurveId curve;
+    bool by_bandwidth;
+  };
+  for (const Case& c : {Case{"H100-SXM-80GB", KernelTableKind::ContextAttention, "isl", {1, 4, 16}, {512, 2048, 8192},
+                             KernelCurveId::AttnPrefill, false},
+                        Case{"B300", KernelTableKind::GenerationAttention, "kvlen", {8, 64, 256}, {2048, 8192, 32768},
+                             KernelCurveId::AttnDecode, true}}) {
+    CAPTURE(c.length);
+    GpuSpec truth = gpu_preset(c.gpu);
+    truth.kernels[static_cast<std::size_t>(c.curve)] = {0.5, 0.55};
+    const KernelTable t = attention_table(truth, c.kind, c.length, c.batches, c.lengths);
+    CHECK(t.kind == c.kind);
+    GpuSpec g = gpu_preset(c.gpu);
+    const auto fits = fit_kernel_curves(t, g);
+    REQUIRE(fits.size() == 1);
+    CHECK(fits[0].curve == c.curve);
+    CHECK(std::fabs((c.by_bandwidth ? fits[0].hbm_eff / 0.55 : fits[0].max_eff / 0.5) - 1) < 0.02);
+    CHECK(fits[0].rms_log_after < 0.01);
+  }
   ComputeModel cm;
   cm.sustained_clock = 1.0;
-  std::string csv = "batch,heads,kv_heads,head_dim,isl,dtype,latency_ms\n";
-  for (double b : {1.0, 4.0, 16.0})
-    for (double isl : {512.0, 2048.0, 8192.0}) {
-      const double ms = kernel_row_time(truth, cm, KernelTableKind::ContextAttention, Dtype::BF16, {b, 64, 8, 128, isl}) * 1e3;
-      csv += std::to_string(b) + ",64,8,128," + std::to_string(isl) + ",bf16," + std::to_string(ms) + "\n";
-    }
-  const KernelTable t = parse_kernel_table(csv, "ctx.csv");
-  CHECK(t.kind == KernelTableKind::ContextAttention);
-  GpuSpec g = gpu_preset("H100-SXM-80GB");
-  const auto fits = fit_kernel_curves(t, g);
-  REQUIRE(fits.size() == 1);
-  CHECK(fits[0].curve == KernelCurveId::AttnPrefill);
-  CHECK(std::fabs(fits[0].max_eff / 0.5 - 1) < 0.01);
-  CHECK(fits[0].rms_log_after < 0.01);
-
-  // A grouped-query decode table (its own header: kvlen, not isl) fits the paged decode curve's
-  // HBM fraction.
-  GpuSpec slow = gpu_preset("B300");
-  slow.kernels[static_cast<std::size_t>(KernelCurveId::AttnDecode)] = {0.5, 0.55};
-  std::string dec = "batch,heads,kv_heads,head_dim,kvlen,dtype,latency_ms\n";
-  for (double b : {8.0, 64.0, 256.0})
-    for (double kv : {2048.0, 8192.0, 32768.0}) {
-      const double ms = kernel_row_time(slow, cm, KernelTableKind::GenerationAttention, Dtype::BF16, {b, 64, 8, 128, kv}) * 1e3;
-      dec += std::to_string(b) + ",64,8,128," + std::to_string(kv) + ",bf16," + std::to_string(ms) + "\n";
-    }
-  const KernelTable dt = parse_kernel_table(dec, "decode.csv");
-  CHECK(dt.kind == KernelTableKind::GenerationAttention);
-  GpuSpec b300 = gpu_preset("B300");
-  const auto dfits = fit_kernel_curves(dt, b300);
-  REQUIRE(dfits.size() == 1);
-  CHECK(dfits[0].curve == KernelCurveId::AttnDecode);
-  CHECK(std::fabs(dfits[0].hbm_eff / 0.55 - 1) < 0.02);
-  CHECK(dfits[0].rms_log_after < 0.01);
 
   // The B200 preset's attention fractions were fitted to the embedded tables' calibration rows:
   // read in AIConfigurator's layouts, they land on the preset's fractions again.
