@@ -1,6 +1,8 @@
 // sim/serving/arrivals.cpp — open- and closed-loop arrivals for one replica.
 #include "sim/serving/arrivals.hpp"
 
+#include <algorithm>
+
 #include <functional>
 #include <stdexcept>
 
@@ -14,17 +16,14 @@ Arrivals Arrivals::open(std::vector<int> reqs, std::vector<RequestResult>& resul
   return a;
 }
 
-Arrivals Arrivals::closed(std::vector<std::vector<int>> clients, double think_time, std::vector<RequestResult>& results) {
+Arrivals Arrivals::closed(std::vector<int> queue, int clients, double think_time, std::vector<RequestResult>& results) {
   Arrivals a(results);
   a.closed_ = true;
   a.think_ = think_time;
   a.client_of_.assign(results.size(), -1);
-  for (std::size_t c = 0; c < clients.size(); ++c) {
-    for (int r : clients[c]) a.client_of_[static_cast<std::size_t>(r)] = static_cast<int>(c);
-    if (!clients[c].empty()) a.pending_.push({0.0, static_cast<int>(c)});
-  }
-  a.sent_.assign(clients.size(), 0);
-  a.clients_ = std::move(clients);
+  const int n = std::min(clients, static_cast<int>(queue.size()));
+  for (int c = 0; c < n; ++c) a.pending_.push({0.0, c});
+  a.order_ = std::move(queue);
   return a;
 }
 
@@ -60,8 +59,8 @@ int Arrivals::pop() {
   }
   auto [t, c] = pending_.top();
   pending_.pop();
-  std::size_t& k = sent_[static_cast<std::size_t>(c)];
-  int req = clients_[static_cast<std::size_t>(c)][k++];
+  const int req = order_[next_++];
+  client_of_[static_cast<std::size_t>(req)] = c;
   (*results_)[static_cast<std::size_t>(req)].arrival = t;
   return req;
 }
@@ -69,8 +68,9 @@ int Arrivals::pop() {
 void Arrivals::done(int req, double t) {
   if (routed_) finishing_.push(t);
   if (!closed_) return;
-  int c = client_of_[static_cast<std::size_t>(req)];
-  if (c < 0 || sent_[static_cast<std::size_t>(c)] >= clients_[static_cast<std::size_t>(c)].size()) return;
+  const int c = client_of_[static_cast<std::size_t>(req)];
+  // (each waiting client takes one of the unsent requests: none left for this one, it stops)
+  if (c < 0 || next_ + pending_.size() >= order_.size()) return;
   pending_.push({t + think_, c});
 }
 

@@ -2,10 +2,12 @@
 //
 // Owns: Arrivals, the one source of arrivals the serving loop reads. Open loop: the requests'
 // arrival times are fixed before the run (the trace's, a rate's, or all 0 offline) and come out
-// in order. Closed loop (ServingOptions::concurrency): each client has its own list of requests
-// and sends the next one when its previous request finished (or was refused) plus a think time,
-// so exactly as many requests are in flight as there are clients until the lists run out; the
-// arrival time is stamped into the request's result when it is sent. Routed (a router that reads
+// in order. Closed loop (ServingOptions::concurrency): N clients share one list of requests, and
+// a client whose request finished (or was refused) sends, after a think time, the next one not yet
+// sent — as the benchmark clients do (AIPerf's credits, `vllm bench serve --max-concurrency`'s and
+// `sglang.bench_serving`'s semaphores: a freed slot takes the next request in order) — so exactly
+// as many requests are in flight as there are clients until the list runs out; the arrival time
+// is stamped into the request's result when it is sent. Routed (a router that reads
 // the replicas' loads, sim/serving/router.hpp): an open loop whose requests are handed over one by
 // one as the router decides; until it has decided the next one, the replica must not run past it
 // (next_time() is at most the horizon, the arrival the router decides next).
@@ -28,8 +30,9 @@ class Arrivals {
 
   // Open loop: `reqs` (indices into `results`) in arrival order, their arrival times already set.
   static Arrivals open(std::vector<int> reqs, std::vector<RequestResult>& results);
-  // Closed loop: client c sends clients[c] in order; the first of each at time 0.
-  static Arrivals closed(std::vector<std::vector<int>> clients, double think_time, std::vector<RequestResult>& results);
+  // Closed loop: `clients` clients send `queue` (indices into `results`) in order, each the next
+  // unsent one when its last finished; the first `clients` of them at time 0.
+  static Arrivals closed(std::vector<int> queue, int clients, double think_time, std::vector<RequestResult>& results);
   // Routed: empty until fed; the horizon starts at 0.
   static Arrivals routed(std::vector<RequestResult>& results);
 
@@ -63,10 +66,8 @@ class Arrivals {
   double horizon_ = kNever;
   std::priority_queue<double, std::vector<double>, std::greater<double>> finishing_;  // done times not yet passed
   int finished_ = 0;                                                                  // done times passed
-  // closed loop
-  std::vector<std::vector<int>> clients_;
-  std::vector<std::size_t> sent_;            // per client: requests sent so far
-  std::vector<int> client_of_;               // by request index (results), −1 = not a client's
+  // closed loop (the shared list is order_, its next unsent request next_)
+  std::vector<int> client_of_;               // by request index (results): the client that sent it, −1 = none
   double think_ = 0;
   using Pending = std::pair<double, int>;    // (time, client): min-heap, ties by client
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending_;

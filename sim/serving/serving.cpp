@@ -1030,8 +1030,9 @@ std::vector<int> cost_classes(const Plan& plan, const Cluster& cluster) {
 }
 
 // Replica `rep`'s arrivals when no router reads loads (replicas never talk to each other). Open
-// loop: requests go round-robin to replicas in arrival order. Closed loop: client c sends requests
-// c, c + N, c + 2N, … of the trace and is served by replica c mod dp.
+// loop: requests go round-robin to replicas in arrival order. Closed loop: client c is served by
+// replica c mod dp; that replica's clients share, in order, the requests c, c + N, c + 2N, … of
+// theirs, each sending the next unsent one when its last finished.
 Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep, const ServingOptions& o) {
   const int n = static_cast<int>(requests.size());
   if (!o.decode_slots.empty()) {  // a decode pool: the requests handed to this replica, as their KV lands
@@ -1048,12 +1049,14 @@ Arrivals replica_arrivals(std::vector<RequestResult>& requests, int dp, int rep,
     for (int i = o.replica_share ? 0 : rep; i < n; i += o.replica_share ? 1 : dp) mine.push_back(i);
     return Arrivals::open(std::move(mine), requests);
   }
-  std::vector<std::vector<int>> clients;
-  for (int c = rep; c < o.concurrency && c < n; c += dp) {
-    clients.emplace_back();
-    for (int i = c; i < n; i += o.concurrency) clients.back().push_back(i);
-  }
-  return Arrivals::closed(std::move(clients), o.think_time, requests);
+  // This replica's clients (c ≡ rep mod dp) and, in order, the requests they would be dealt
+  // (i mod concurrency ≡ one of them): one list they share, as a benchmark's semaphore does.
+  int clients = 0;
+  for (int c = rep; c < o.concurrency && c < n; c += dp) ++clients;
+  std::vector<int> queue;
+  for (int i = 0; i < n; ++i)
+    if ((i % o.concurrency) % dp == rep) queue.push_back(i);
+  return Arrivals::closed(std::move(queue), clients, o.think_time, requests);
 }
 
 }  // namespace

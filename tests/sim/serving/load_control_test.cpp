@@ -105,16 +105,33 @@ TEST_CASE("load control: a closed loop keeps exactly N requests in flight") {
       ServingResult r = s.serve_with(s.trace, o);
       const auto& q = r.requests;
       for (const auto& x : q) REQUIRE(x.completed);
-      // Client c sends requests c, c + N, …: each is sent when the previous one finished + think.
-      for (int i = 0; i < n; ++i) CHECK(q[static_cast<std::size_t>(i)].arrival == 0);
-      for (std::size_t i = static_cast<std::size_t>(n); i < q.size(); ++i)
-        CHECK(q[i].arrival == doctest::Approx(q[i - static_cast<std::size_t>(n)].finish + think).epsilon(1e-12));
+      // Client c is served by replica c mod dp, and a replica's clients share its requests (those
+      // i with (i mod N) mod dp = the replica's) in order: its first ones go at 0, one a client,
+      // and the k-th after them when the k-th of its requests finished (+ think) — whichever
+      // client sent that one.
+      const int dp = s.plan.deg.dp;
+      for (int rep = 0; rep < dp; ++rep) {
+        std::vector<std::size_t> mine;
+        std::vector<double> frees;
+        for (std::size_t i = 0; i < q.size(); ++i)
+          if (static_cast<int>(i % static_cast<std::size_t>(n)) % dp == rep) {
+            mine.push_back(i);
+            frees.push_back(q[i].finish + think);
+          }
+        std::sort(frees.begin(), frees.end());
+        std::size_t clients = 0;
+        for (int c = rep; c < n; c += dp) ++clients;
+        for (std::size_t k = 0; k < mine.size(); ++k)
+          CHECK(q[mine[k]].arrival ==
+                doctest::Approx(k < clients ? 0.0 : frees[k - clients]).epsilon(1e-12));
+      }
       if (think > 0) continue;
-      // Without think time, at every moment a request is sent, N are in flight — until the first
-      // client has sent its last request and sees it finish.
+      // Without think time, at every moment a request is sent, N are in flight — until a
+      // replica's list has run out and the first request after that finishes.
       double cutoff = 1e300;
       for (std::size_t i = q.size() - std::min<std::size_t>(q.size(), static_cast<std::size_t>(n)); i < q.size(); ++i)
-        cutoff = std::min(cutoff, q[i].finish);
+        for (const auto& x : q)
+          if (x.finish > q[i].arrival) cutoff = std::min(cutoff, x.finish);
       std::size_t checked = 0;
       for (const auto& x : q) {
         if (x.arrival >= cutoff) continue;
