@@ -2,7 +2,6 @@
 #include "sim/serving/arrivals.hpp"
 
 #include <algorithm>
-
 #include <functional>
 #include <stdexcept>
 

@@ -494,7 +494,8 @@ class ReplicaSim {
     // back to back — after an idle engine the host starts with the step — and with one pipeline
     // stage (with several, each micro-batch's host work already runs beside the others' stages).
     double exposed = host;
-    if (eng_.overlap_schedule && engines_ == 1 && last_launch_ >= 0 && t <= last_end_) {
+    // (with one stage, engaged_until_ is when the last step ended)
+    if (eng_.overlap_schedule && engines_ == 1 && last_launch_ >= 0 && t <= engaged_until_) {
       exposed = std::max(0.0, last_launch_ + work - t) + (host - work);  // (a swap's copy still waits)
       clock = t + exposed;
     }
@@ -511,7 +512,6 @@ class ReplicaSim {
       stage_busy_[static_cast<std::size_t>(s)] += st;
     }
     if (engines_ == 1) clock = std::max(clock, last_launch_ + stretch * timing.makespan);
-    last_end_ = clock;
     // The replica had work from t to clock (pipelined steps overlap: only the new part counts).
     const double engaged = std::max(0.0, clock - std::max(t, engaged_until_));
     engaged_until_ = std::max(engaged_until_, clock);
@@ -892,7 +892,6 @@ class ReplicaSim {
   double pending_swap_ = 0;
   double engaged_until_ = 0;  // when the last step that counted toward ServingBreakdown::engaged ended
   double last_launch_ = -1;   // when the last step began on the first stage (−1: none yet)
-  double last_end_ = -1;      // when it ended
   // Seconds a forward needs to stream the offloaded weights in (EngineSettings::weight_offload,
   // the slowest GPU's host link): a step lasts at least this.
   double stream_s_ = 0;   // host↔GPU swap seconds to charge to the next step

@@ -15,14 +15,15 @@
 // scheduling and the run's max_num_seqs of 128. A prompt row is the TTFT of a lone request (the
 // engine idle before it, so the host's work is not hidden); a decode row is the TPOT p50 of
 // requests whose prompts are already in the KV cache (--prefilled), i.e. the decode step's period.
-#include <sstream>
+// The same runs' real-workload segment also gives end-to-end throughput rows: its 128 requests in
+// the order sent (aiconfigurator-fpm-qwen3-32b-b300-workload.csv) by 32 clients sharing them, the
+// output tokens over the run's wall time (…-runs.csv), at TP 1, 2 and 4.
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "common/csv_table.hpp"
 #include "common/embedded.hpp"
-
 #include "sim/plan/plan.hpp"
 #include "sim/serving/metrics.hpp"
 #include "sim/serving/serving.hpp"
@@ -60,36 +61,39 @@ constexpr const char* kWorkloadMiss =
     "steps against 153.3 s measured at TP1 (51.9 against 60.1 at TP4), 81% of it decode-only steps, where the "
     "engine-step rows find decode 4-24% fast";
 
-// The data rows of an embedded docs/data CSV (comment lines and the header skipped), as cells.
-std::vector<std::vector<std::string>> data_rows(const std::string& name) {
+// An embedded docs/data table (comment lines skipped, columns by name: common/csv_table.hpp).
+CsvTable data_table(const std::string& name) {
   const std::string path = "docs/data/" + name;
   const auto text = embedded_file(path);
   if (!text) throw std::logic_error("validation: " + path + " is not embedded (re-run cmake)");
-  std::vector<std::vector<std::string>> out;
-  std::istringstream in{std::string(*text)};
-  bool header = true;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    if (std::exchange(header, false)) continue;
-    std::vector<std::string> cells;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    out.push_back(std::move(cells));
-  }
-  return out;
+  return read_csv_table(std::string(*text), path);
 }
 
-// The measured medians (tp,kind,tokens_or_batch,kv_per_seq,rows,median_ms). The 32-sequence
-// decode rows at TP 1-4 miss (kDecodeMiss); TP8's is inside.
+// The measured medians. The 32-sequence decode rows at TP 1-4 miss (kDecodeMiss); TP8's is inside.
 std::vector<StepPoint> measured_steps() {
+  const CsvTable t = data_table("aiconfigurator-fpm-qwen3-32b-b300.csv");
   std::vector<StepPoint> out;
-  for (const auto& c : data_rows("aiconfigurator-fpm-qwen3-32b-b300.csv")) {
-    StepPoint p{std::stoi(c.at(0)), c.at(1) == "prompt", std::stoi(c.at(2)), std::stoi(c.at(3)), std::stod(c.at(5)), ""};
+  for (const auto& row : t.rows) {
+    StepPoint p{std::stoi(t.cell(row, "tp")), t.cell(row, "kind") == "prompt", std::stoi(t.cell(row, "tokens_or_batch")),
+                std::stoi(t.cell(row, "kv_per_seq")), std::stod(t.cell(row, "median_ms")), ""};
     if (!p.prompt && p.tokens == 32 && p.tp <= 4) p.miss = kDecodeMiss;
     out.push_back(p);
   }
   return out;
 }
+
+// The runs' engine as set up: one node of `tp` B300 GPUs, the vllm preset with overlapped
+// scheduling and the runs' max_num_seqs of 128.
+struct RunSetup {
+  std::string cluster_spec;
+  Cluster cluster;
+  Plan plan;
+  explicit RunSetup(int tp, const ModelSpec& model)
+      : cluster_spec("torus:1,gpus=" + std::to_string(tp) + ",gpu=b300"),
+        cluster(load_cluster(cluster_spec)),
+        plan(plan_from_string("tp=" + std::to_string(tp) + ",engine=vllm,overlap_schedule=on,max_seqs=128",
+                              cluster.num_gpus(), plan_defaults(model))) {}
+};
 
 }  // namespace
 
@@ -99,10 +103,10 @@ void engine_step_rows(const ExecutorFactory& make, const ValidationOptions& opt,
       "fpm_upfront_qwen32_full_once_20260613_194007): vLLM 0.20.1 on B300, per-iteration scheduler wall time, medians";
   const ModelSpec model = load_model("qwen3-32b");
   for (const StepPoint& p : measured_steps()) {
-    const std::string cluster_spec = "torus:1,gpus=" + std::to_string(p.tp) + ",gpu=b300";
-    const Cluster cluster = load_cluster(cluster_spec);
-    const std::string text = "tp=" + std::to_string(p.tp) + ",engine=vllm,overlap_schedule=on,max_seqs=128";
-    const Plan plan = plan_from_string(text, cluster.num_gpus(), plan_defaults(model));
+    const RunSetup run(p.tp, model);
+    const std::string& cluster_spec = run.cluster_spec;
+    const Cluster& cluster = run.cluster;
+    const Plan& plan = run.plan;
     // A lone prompt answers with one token; a decode row runs eight steps of its batch.
     const std::string spec = "synthetic:n=" + std::to_string(p.prompt ? 1 : p.tokens) + ",prompt=fixed:" +
                              std::to_string(p.prompt ? p.tokens : p.kv) + ",output=fixed:" + (p.prompt ? "1" : "9") +
@@ -128,33 +132,34 @@ void engine_step_rows(const ExecutorFactory& make, const ValidationOptions& opt,
   // The same runs' real-workload segment, end to end: 128 requests of the lengths sent, 32 clients,
   // its output tokens over the wall time (an end-to-end throughput row; TTFT and TPOT were not
   // recorded per request).
-  const auto lengths = data_rows("aiconfigurator-fpm-qwen3-32b-b300-workload.csv");
-  for (const auto& run : data_rows("aiconfigurator-fpm-qwen3-32b-b300-runs.csv")) {
-    const int tp = std::stoi(run.at(0)), clients = std::stoi(run.at(2));
-    const double elapsed = std::stod(run.at(3));
+  const CsvTable lengths = data_table("aiconfigurator-fpm-qwen3-32b-b300-workload.csv");
+  const CsvTable runs = data_table("aiconfigurator-fpm-qwen3-32b-b300-runs.csv");
+  for (const auto& row : runs.rows) {
+    const int tp = std::stoi(runs.cell(row, "tp")), clients = std::stoi(runs.cell(row, "clients"));
+    const double elapsed = std::stod(runs.cell(row, "elapsed_s"));
     RequestTrace trace;
-    trace.source = "docs/data/aiconfigurator-fpm-qwen3-32b-b300-workload.csv (tp " + run.at(0) + ")";
+    trace.source = "docs/data/aiconfigurator-fpm-qwen3-32b-b300-workload.csv (tp " + std::to_string(tp) + ")";
     double output = 0;
-    for (const auto& c : lengths)
-      if (std::stoi(c.at(0)) == tp) {
-        trace.requests.push_back({0.0, std::stoi(c.at(2)), std::stoi(c.at(3)), {}});
-        output += std::stoi(c.at(3));
+    for (const auto& q : lengths.rows)
+      if (std::stoi(lengths.cell(q, "tp")) == tp) {
+        trace.requests.push_back({0.0, std::stoi(lengths.cell(q, "prompt_tokens")), std::stoi(lengths.cell(q, "output_tokens")), {}});
+        output += trace.requests.back().output_tokens;
       }
-    const std::string cluster_spec = "torus:1,gpus=" + run.at(0) + ",gpu=b300";
-    const Cluster cluster = load_cluster(cluster_spec);
-    const Plan plan = plan_from_string("tp=" + run.at(0) + ",engine=vllm,overlap_schedule=on,max_seqs=128", cluster.num_gpus(),
-                                       plan_defaults(model));
+    const RunSetup run(tp, model);
+    const std::string& cluster_spec = run.cluster_spec;
+    const Cluster& cluster = run.cluster;
+    const Plan& plan = run.plan;
     ServingOptions so;
     so.concurrency = clients;
     if (opt.exact) so.set_exact();
     const ServingResult r = serve_row(make, opt, plan, model, cluster, cluster_spec, trace, nullptr, so);
     const Metrics m = summarize(r, so, cluster.num_gpus());
-    rows.push_back({"Qwen3-32B TP" + run.at(0) + ", B300 (vLLM 0.20.1), " + std::to_string(trace.requests.size()) +
-                        " real-workload requests by " + run.at(2) + " clients, output tok/s over the run",
+    rows.push_back({"Qwen3-32B TP" + std::to_string(tp) + ", B300 (vLLM 0.20.1), " + std::to_string(trace.requests.size()) +
+                        " real-workload requests by " + std::to_string(clients) + " clients, output tok/s over the run",
                     "end-to-end throughput", "tok/s", output / elapsed, m.output_tok_s, 0.10, RowRole::Check, "", src,
                     "qwen3-32b on " + cluster_spec + ", plan " + plan_to_string(plan) + ", the segment's " +
-                        std::to_string(trace.requests.size()) + " requests in the order sent, closed loop of " + run.at(2) +
-                        " clients",
+                        std::to_string(trace.requests.size()) + " requests in the order sent, closed loop of " +
+                        std::to_string(clients) + " clients",
                     kWorkloadMiss});
     tag(rows, "throughput", cluster);
   }
