@@ -197,8 +197,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--kernels", o->kernels,
                   "GEMM timings as CSV (header: m, n, k, latency in ms, dtype — AIConfigurator's gemm_perf layout reads as is): "
                   "the GPU's GEMM fractions of its peaks, fitted per math type; a table with batch, heads, kv_heads, head_dim, isl "
-                  "columns fits prompt attention, one with batch, heads, kvlen MLA decode (AIConfigurator's context_attention and "
-                  "generation_mla layouts; docs/validation.md), one with num_tokens, hidden_size, inter_size, topk, num_experts "
+                  "columns fits prompt attention, one with batch, heads, kv_heads, head_dim, kvlen grouped-query decode, one with "
+                  "batch, heads, kvlen MLA decode (AIConfigurator's context_attention, generation_attention — its step column as "
+                  "kvlen — and generation_mla layouts; docs/validation.md), one with num_tokens, hidden_size, inter_size, topk, num_experts "
                   "MoE layers' grouped GEMMs (AIConfigurator's moe_perf layout) (repeat for several)");
   cmd->add_option("--power", o->power,
                   "measured serving runs with their board power as CSV (header: model, cluster, plan, trace, watts[, tok_s]; "
