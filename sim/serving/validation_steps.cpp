@@ -57,9 +57,9 @@ constexpr const char* kDecodeMiss =
 // The cause of the real-workload rows' misses, as measured (docs/validation.md).
 constexpr const char* kWorkloadMiss =
     "open, measured in part: the schedule is the engine's - 6,540 simulated steps at a mean 20.2 decoding sequences "
-    "against the run's 6,548 at 20.2 (TP1; TP4 6,576 against 6,589) - and its steps are fast: 127.4 s of simulated "
-    "steps against 153.3 s measured at TP1 (51.9 against 60.1 at TP4), 81% of it decode-only steps, where the "
-    "engine-step rows find decode 4-24% fast";
+    "against the run's 6,548 at 20.2 (TP1; TP4 6,576 against 6,589) - and its steps are fast: 133.6 s of simulated "
+    "steps against 153.3 s measured at TP1 (53.5 against 60.1 at TP4), 77% of it decode-only steps, where the "
+    "engine-step rows find decode 1-19% fast";
 
 // An embedded docs/data table (comment lines skipped, columns by name: common/csv_table.hpp).
 CsvTable data_table(const std::string& name) {

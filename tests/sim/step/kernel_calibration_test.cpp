@@ -1,5 +1,5 @@
 // tests/sim/step/kernel_calibration_test.cpp — GEMM timing tables read, and the GPU's GEMM fractions fitted:
-// a table the model made is recovered, and the embedded B200 tables give back the fractions the B200 preset carries.
+// a table the model made is recovered, and each Blackwell GPU's embedded tables give back the fractions its preset carries.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -67,43 +67,45 @@ TEST_CASE("calibrate kernels: a table the model made at known fractions is recov
   CHECK_THROWS_AS(fit_kernel_curves(parse_kernel_table("m,n,k,dtype,latency_ms\n16,4096,4096,nvfp4,0.02\n", "f.csv"), h), InputError);
 }
 
-TEST_CASE("calibrate kernels: the embedded B200 GEMM tables give back the fractions the B200 preset carries") {
-  // The B200 preset's gemm_bf16 / gemm_fp8 / gemm_fp4 fractions were fitted to these tables (the
-  // calibration rows of docs/validation.md); refitting them from a spec without them must land there.
+TEST_CASE("calibrate kernels: each Blackwell preset carries the joint fit of its own embedded GEMM tables") {
+  // The B200, GB200, B300 and GB300 presets' gemm_bf16 / gemm_fp8 / gemm_fp4 fractions, max_eff
+  // and hbm_eff both, were fitted to these tables (the calibration rows of docs/validation.md);
+  // refitting them from a spec without them must land there, and no closer fit may exist.
   const json doc = parse_json(std::string(*embedded_file("topologies/data/kernel_tables.json")), "kernel_tables.json");
-  std::string csv = "m,n,k,dtype,latency\n";
-  for (const auto& table : doc.at("tables")) {
-    if (table.at("gpu") != "B200" || table.at("kind") != "gemm") continue;
-    for (const auto& r : table.at("rows"))
-      csv += std::to_string(r[0].get<double>()) + "," + std::to_string(r[1].get<double>()) + "," + std::to_string(r[2].get<double>()) + "," +
-             table.at("dtype").get<std::string>() + "," + std::to_string(r[3].get<double>()) + "\n";
-  }
-  const KernelTable t = parse_kernel_table(csv, "b200.csv");
-  const GpuSpec preset = gpu_preset("B200");
-  GpuSpec g = preset;
-  g.kernels = {};
-  const std::vector<KernelCurveFit> fits = fit_kernel_curves(t, g);
-  REQUIRE(fits.size() == 3);
-  for (const auto& f : fits) {
-    // The preset's fractions (a 0 is the curve's own constant), and their error on the same rows.
-    const KernelTuning& set = preset.kernels[static_cast<std::size_t>(f.curve)];
-    const KernelCurve curve = ComputeModel{}.curve(f.curve);
-    const double want_max = set.max_eff > 0 ? set.max_eff : curve.max_eff, want_hbm = set.hbm_eff > 0 ? set.hbm_eff : curve.hbm_eff;
-    double preset_rms = 0;
-    int n = 0;
-    for (const auto& r : t.rows)
-      if (r.dtype == (f.curve == KernelCurveId::GemmFp4 ? Dtype::FP4 : f.curve == KernelCurveId::GemmFp8 ? Dtype::FP8 : Dtype::BF16)) {
-        preset_rms += std::pow(std::log(gemm_model_time(preset, r.dtype, r.shape[0], r.shape[1], r.shape[2]) / r.seconds), 2);
-        ++n;
-      }
-    preset_rms = std::sqrt(preset_rms / n);
-    MESSAGE(std::string(kernel_curve_name(f.curve)) << ": max_eff " << f.max_eff << " (preset " << want_max << "), hbm_eff " << f.hbm_eff
-                                                    << " (preset " << want_hbm << "), RMS log " << f.rms_log_after << " (preset " << preset_rms << ")");
-    CHECK(std::fabs(f.max_eff / want_max - 1) < 0.015);
-    // The preset fitted B200's FP4 bandwidth fraction and kept the H100 curves' for BF16 and FP8
-    // (set.hbm_eff 0): there the joint fit moves it (0.81 / 0.71 against 0.86 / 0.80) and gets closer.
-    if (set.hbm_eff > 0) CHECK(std::fabs(f.hbm_eff / want_hbm - 1) < 0.01);
-    CHECK(f.rms_log_after <= preset_rms + 1e-9);  // at least as close as the preset's own fit
+  for (const char* gpu : {"B200", "GB200", "B300", "GB300"}) {
+    CAPTURE(gpu);
+    std::string csv = "m,n,k,dtype,latency\n";
+    for (const auto& table : doc.at("tables")) {
+      if (table.at("gpu") != gpu || table.at("kind") != "gemm") continue;
+      for (const auto& r : table.at("rows"))
+        csv += std::to_string(r[0].get<double>()) + "," + std::to_string(r[1].get<double>()) + "," + std::to_string(r[2].get<double>()) +
+               "," + table.at("dtype").get<std::string>() + "," + std::to_string(r[3].get<double>()) + "\n";
+    }
+    const KernelTable t = parse_kernel_table(csv, std::string(gpu) + ".csv");
+    const GpuSpec preset = gpu_preset(gpu);
+    GpuSpec g = preset;
+    g.kernels = {};
+    const std::vector<KernelCurveFit> fits = fit_kernel_curves(t, g);
+    REQUIRE(fits.size() == 3);
+    for (const auto& f : fits) {
+      const KernelTuning& set = preset.kernels[static_cast<std::size_t>(f.curve)];
+      REQUIRE(set.max_eff > 0);  // both fractions are the preset's own, none borrowed from H100's curves
+      REQUIRE(set.hbm_eff > 0);
+      double preset_rms = 0;
+      int n = 0;
+      for (const auto& r : t.rows)
+        if (r.dtype == (f.curve == KernelCurveId::GemmFp4 ? Dtype::FP4 : f.curve == KernelCurveId::GemmFp8 ? Dtype::FP8 : Dtype::BF16)) {
+          preset_rms += std::pow(std::log(gemm_model_time(preset, r.dtype, r.shape[0], r.shape[1], r.shape[2]) / r.seconds), 2);
+          ++n;
+        }
+      preset_rms = std::sqrt(preset_rms / n);
+      MESSAGE(std::string(gpu) << " " << std::string(kernel_curve_name(f.curve)) << ": max_eff " << f.max_eff << " (preset " << set.max_eff << "), hbm_eff "
+                  << f.hbm_eff << " (preset " << set.hbm_eff << "), RMS log " << f.rms_log_after << " (preset " << preset_rms << ")");
+      CHECK(std::fabs(f.max_eff / set.max_eff - 1) < 0.015);
+      CHECK(std::fabs(f.hbm_eff / set.hbm_eff - 1) < 0.01);
+      CHECK(f.rms_log_after <= preset_rms + 1e-9);  // the preset is the fit: nothing closer was left out
+      CHECK(preset_rms <= f.rms_log_after * 1.01);
+    }
   }
 }
 
