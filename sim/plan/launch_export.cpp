@@ -95,6 +95,9 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
     else add("no-enable-chunked-prefill", "true");
     if (s.prefill_chunk > 0 && s.prefill_chunk < rank_tokens)
       add("long-prefill-token-threshold", launch_num(s.prefill_chunk));
+    if (s.prefill_chunk > rank_tokens)  // (one rank: plan_check refuses it)
+      lose("prefill_chunk=" + launch_num(s.prefill_chunk) + " exceeds max-num-batched-tokens=" + launch_num(rank_tokens) +
+           " per DP rank: vLLM chunks a prompt within its rank's token budget");
     if (s.kv_budget == KvBudget::TotalFraction) add("gpu-memory-utilization", launch_num(s.kv_fraction));
     else lose("kv_budget=free-fraction: vLLM budgets a fraction of the whole GPU (gpu-memory-utilization)");
     add("kv-cache-dtype", fp8_kv ? "fp8" : "auto");
@@ -174,11 +177,13 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
     }
     const int rank_seqs = per_rank(s.max_seqs, "max_seqs");
     add("max_batch_size", launch_num(rank_seqs));
-    add("max_num_tokens", launch_num(per_rank(s.max_batch_tokens, "max_batch_tokens")));
+    const int rank_tokens = per_rank(s.max_batch_tokens, "max_batch_tokens");
+    add("max_num_tokens", launch_num(rank_tokens));
     add("max_seq_len", launch_num(s.max_context));
     add("enable_chunked_prefill", flag(s.prefill_chunk > 0));
-    if (s.prefill_chunk > 0 && s.prefill_chunk < s.max_batch_tokens)
-      lose("prefill_chunk=" + launch_num(s.prefill_chunk) + ": TensorRT-LLM chunks a prompt by max_num_tokens");
+    if (s.prefill_chunk > 0 && s.prefill_chunk != rank_tokens)  // its rank's max_num_tokens, not the engine's
+      lose("prefill_chunk=" + launch_num(s.prefill_chunk) + ": TensorRT-LLM chunks a prompt by max_num_tokens (" +
+           launch_num(rank_tokens) + (d.attn_dp > 1 ? " per attention-DP rank)" : ")"));
     if (s.kv_budget == KvBudget::FreeFraction) add("kv_cache_config.free_gpu_memory_fraction", launch_num(s.kv_fraction));
     else lose("kv_budget=total-fraction: TensorRT-LLM budgets a fraction of the memory left free (free_gpu_memory_fraction)");
     add("kv_cache_config.dtype", fp8_kv ? "fp8" : "auto");
@@ -672,7 +677,9 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     if (has("max-model-len")) p.engine.max_context = static_cast<int>(integer("max-model-len", 1, 1 << 26));
     const bool chunked = !(has("no-enable-chunked-prefill") && boolean("no-enable-chunked-prefill")) &&
                          (!has("enable-chunked-prefill") || boolean("enable-chunked-prefill"));
-    p.engine.prefill_chunk = !chunked ? 0 : has("long-prefill-token-threshold") ? static_cast<int>(integer("long-prefill-token-threshold", 1, 1 << 26)) : p.engine.max_batch_tokens;
+    // Without a threshold a prompt is chunked by its DP rank's token budget, not the engine's.
+    p.engine.prefill_chunk = !chunked ? 0 : has("long-prefill-token-threshold") ? static_cast<int>(integer("long-prefill-token-threshold", 1, 1 << 26))
+                                                                                : static_cast<int>(p.engine.max_batch_tokens / attn_dp);
     if (has("gpu-memory-utilization")) p.engine.kv_fraction = real("gpu-memory-utilization", 0.01, 1);
     if (has("kv-cache-dtype")) p.dtypes.kv = *get("kv-cache-dtype") == "auto" ? p.dtypes.kv : Dtype::FP8;
     if (has("quantization") && *get("quantization") == "fp8") p.dtypes.weights = p.dtypes.activations = Dtype::FP8;
@@ -756,7 +763,9 @@ Plan import_launch(LaunchEngine engine, const std::string& text, const std::stri
     if (has("max_batch_size")) p.engine.max_seqs = static_cast<int>(attn_dp * integer("max_batch_size", 1, 1 << 24));
     if (has("max_num_tokens")) p.engine.max_batch_tokens = static_cast<int>(attn_dp * integer("max_num_tokens", 1, 1 << 26));
     if (has("max_seq_len")) p.engine.max_context = static_cast<int>(integer("max_seq_len", 1, 1 << 26));
-    if (has("enable_chunked_prefill")) p.engine.prefill_chunk = boolean("enable_chunked_prefill") ? p.engine.max_batch_tokens : 0;
+    // (a prompt is chunked by its rank's max_num_tokens, not the engine's)
+    if (has("enable_chunked_prefill"))
+      p.engine.prefill_chunk = boolean("enable_chunked_prefill") ? static_cast<int>(p.engine.max_batch_tokens / attn_dp) : 0;
     if (has("kv_cache_config.free_gpu_memory_fraction"))
       p.engine.kv_fraction = real("kv_cache_config.free_gpu_memory_fraction", 0.01, 1);
     if (has("kv_cache_config.dtype")) p.dtypes.kv = *get("kv_cache_config.dtype") == "auto" ? p.dtypes.kv : Dtype::FP8;

@@ -40,13 +40,13 @@ TEST_CASE("export: what an engine can express comes back the same plan through i
   const std::vector<Case> cases = {
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4,kv=fp8,engine=vllm", LaunchEngine::Vllm},
       {"mixtral-8x7b", "dgx-h100:1", "tp=4,ep=4,etp=1,dp=2,engine=vllm,prefix_cache=off,max_seqs=256,max_batch_tokens=4096,prefill_chunk=2048,cuda_graphs=off,allreduce=nccl", LaunchEngine::Vllm},
-      {"deepseek-v3", "dgx-h100:4", "tp=1,attn_dp=16,ep=16,dp=2,kv=fp8,engine=vllm,redundant_experts=16,spec_tokens=2,a2a=per-node", LaunchEngine::Vllm},
+      {"deepseek-v3", "dgx-h100:4", "tp=1,attn_dp=16,ep=16,dp=2,kv=fp8,engine=vllm,redundant_experts=16,spec_tokens=2,a2a=per-node,max_batch_tokens=131072", LaunchEngine::Vllm},
       {"llama3-70b", "dgx-h100:1", "tp=8,weights=fp8,act=fp8,engine=vllm,prefill_chunk=0", LaunchEngine::Vllm},
       {"deepseek-v3", "dgx-h100:4", "tp=1,attn_dp=16,ep=16,dp=2,kv=fp8,engine=sglang,two_batch_overlap=on,a2a=auto,redundant_experts=16,spec_tokens=3", LaunchEngine::Sglang},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4,engine=sglang,prefix_cache=off,cuda_graphs=off,prefill_chunk=0,kv_host_gb=64", LaunchEngine::Sglang},
       {"qwen3-30b-a3b", "dgx-h100:1", "tp=2,attn_dp=2,ep=4,dp=2,engine=sglang,a2a=per-node,max_seqs=512", LaunchEngine::Sglang},
       {"mixtral-8x7b", "dgx-h100:1", "tp=2,dp=4,kv=fp8,engine=trtllm", LaunchEngine::Trtllm},
-      {"deepseek-v3", "dgx-h100:4", "tp=1,attn_dp=16,ep=16,dp=2,kv=fp8,engine=trtllm,redundant_experts=16,spec_tokens=3,policy=on-demand,cuda_graphs=on,max_batch_tokens=4096,prefill_chunk=4096", LaunchEngine::Trtllm},
+      {"deepseek-v3", "dgx-h100:4", "tp=1,attn_dp=16,ep=16,dp=2,kv=fp8,engine=trtllm,redundant_experts=16,spec_tokens=3,policy=on-demand,cuda_graphs=on,max_batch_tokens=65536,prefill_chunk=4096", LaunchEngine::Trtllm},
       {"mixtral-8x22b", "dgx-h100:2", "tp=8,ep=2,etp=4,dp=2,engine=trtllm,prefix_cache=off,allreduce=nccl", LaunchEngine::Trtllm},
   };
   for (const auto& c : cases) {
@@ -122,6 +122,21 @@ TEST_CASE("export: vLLM and TensorRT-LLM get the limits per attention-DP rank, S
   CHECK(file(ov, "vllm.yaml").text.find("max-num-seqs: 63\n") != std::string::npos);
   CHECK(mentions(ov, "max_seqs=1000 is not a multiple of attn_dp=16"));
   CHECK(file(export_launch(o, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "trtllm.yaml").text.find("disable_overlap_scheduler") == std::string::npos);
+  // A prompt is chunked by its rank's budget: 8,192 tokens per rank chunk at 8,192, not at the
+  // engine's 131,072 (each way, for both), and a plan chunk its ranks' budgets cannot hold is named.
+  const Plan r = load_plan("tp=1,attn_dp=16,ep=16,dp=2,max_batch_tokens=131072,prefill_chunk=8192,engine=vllm", m, c);
+  for (LaunchEngine e : {LaunchEngine::Vllm, LaunchEngine::Trtllm}) {
+    const std::string engine = to_string(e);
+    CAPTURE(engine);
+    const LaunchExport ex = export_launch(r, m, c, e, "x", LaunchLoad{});
+    CHECK(!mentions(ex, "prefill_chunk"));
+    const std::string cfg = std::string(to_string(e)) + ".yaml";
+    const Plan back = import_launch(e, file(ex, cfg).text, cfg, m, c);
+    CHECK(back.engine.max_batch_tokens == 131072);
+    CHECK(back.engine.prefill_chunk == 8192);
+  }
+  CHECK(mentions(export_launch(p, m, c, LaunchEngine::Vllm, "x", LaunchLoad{}), "prefill_chunk=8192 exceeds max-num-batched-tokens=512 per DP rank"));
+  CHECK(mentions(export_launch(p, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "prefill_chunk=8192: TensorRT-LLM chunks a prompt by max_num_tokens (512 per attention-DP rank)"));
 }
 
 TEST_CASE("export: a disaggregated plan gets a config per pool, the engine's roles and a router") {
