@@ -229,10 +229,15 @@ void collective_rows(const ExecutorFactory& make, std::vector<ValidationRow>& ro
   for (auto [bytes, us] : {std::pair{1 * MiB, 92.47}, std::pair{16 * MiB, 272.07}, std::pair{128 * MiB, 944.74},
                            std::pair{8 * GiB, 50291.8}}) {
     double t = one_collective(*ex4, CollKind::AllReduce, 32, bytes);
-    // NCCL's tuner prices its choice here (tree, LL128) at 186 µs; the run took 272.
-    std::string miss = bytes == 16 * MiB ? "open: NCCL's own tuning model, which this price follows, puts its choice at 16 MiB "
-                                           "(tree with LL128) at 186 µs and the run took 272 µs; NCCL 2.24.3's tuner may have "
-                                           "chosen otherwise or its tree runs below its model at this size — not measured"
+    // NCCL's tuner prices its choice here (tree, LL128) at 186 µs; the run took 272 — on the
+    // Simple protocol, by the shape of its own curve (shardsim collective prints every candidate).
+    std::string miss = bytes == 16 * MiB ? "open, measured in part: NCCL's own tuning model, which this price follows, keeps tree "
+                                           "with LL128 from 512 KiB to 32 MiB (186 µs here); the run did not. Its curve jumps 1.7x "
+                                           "from 1 to 2 MiB (92 to 155 µs) and from 2 to 32 MiB follows the Simple protocol: tree "
+                                           "Simple is priced at -9/-2/-20/-3/+10% of its 2/4/8/16/32 MiB points (265 µs here), "
+                                           "tree LL128 at -43/-38/-45/-32/-18%. So NCCL 2.24.3 left LL128 at 2 MiB on that cluster. "
+                                           "Why is not in the source: NCCL enables LL128 by default only where a GPU reaches its NIC "
+                                           "through PCIe switches or PXN (src/graph/tuning.cc), and the run does not print the path"
                                          : "";
     rows.push_back({"32×H100 (4 nodes) all-reduce " + binary_bytes(bytes), "collectives", "µs", us, t * 1e6, 0.25,
                     RowRole::Check, "", vp, "one all-reduce over 4 DGX-H100 on a rail-optimised NDR fat-tree", miss});
