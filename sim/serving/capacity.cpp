@@ -210,6 +210,22 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
   return s;
 }
 
+void SloCapacity::measure_flatness() {
+  elasticity = NAN;
+  flat_from = 0;
+  auto usable = [](const Probe& p) { return p.met && std::isfinite(p.load) && p.load > 0; };
+  const Probe* top = nullptr;
+  const Probe* below = nullptr;
+  for (const auto& p : probe_log)
+    if (usable(p) && (top == nullptr || p.rate > top->rate)) top = &p;
+  if (top == nullptr || top->rate != rate) return;  // the figure is not a probed rate (a narrowed saturated one)
+  for (const auto& p : probe_log)
+    if (usable(p) && p.rate < top->rate * (1 - 1e-9) && (below == nullptr || p.rate > below->rate)) below = &p;
+  if (below == nullptr) return;
+  elasticity = std::log(top->load / below->load) / std::log(top->rate / below->rate);
+  flat_from = below->rate;
+}
+
 int SloCapacity::stopped_probes() const {
   return static_cast<int>(std::count_if(probe_log.begin(), probe_log.end(), [](const Probe& p) { return p.stopped; }));
 }
@@ -222,8 +238,18 @@ std::string SloCapacity::describe() const {
                                               : "";
   const std::string stopped =
       stopped_probes() > 0 ? " (" + std::to_string(stopped_probes()) + " stopped as soon as their misses decided they fail)" : "";
+  std::string thin;
+  if (flat()) {
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "; flat near it: the goal's binding percentile moves only %+.1f%% from %s to %s req/s (elasticity %.2f), so "
+                  "another arrival draw may move this capacity by more than the search's tolerance",
+                  100 * (std::pow(rate / flat_from, elasticity) - 1), readable(flat_from, 3).c_str(), readable(rate, 3).c_str(),
+                  elasticity);
+    thin = buf;
+  }
   return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +
-         " runs" + stopped;
+         " runs" + stopped + thin;
 }
 
 namespace {
@@ -292,6 +318,7 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     judged = summarize(late, so, 1);
     scale_rates(judged, k);
     c.probe_log.back().met = goal.met(judged) && goal.met(whole);
+    if (c.probe_log.back().met) c.probe_log.back().load = std::max(goal.load(judged), goal.load(whole));
     return c.probe_log.back().met;
   };
   // Geometric bisection between the highest rate met and the lowest missed, to rel_tol.
@@ -307,9 +334,11 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
       }
     }
   };
-  // The figure, with the saturated measure narrowed as the caller asked (the note says which).
+  // The figure, with the saturated measure narrowed as the caller asked (the note says which),
+  // and how steeply the goal tightens between the two highest rates that met it.
   auto done = [&] {
     c.output_tok_s = c.rate * mean_output;
+    c.measure_flatness();
     if (opt.converge_saturated) run_backlogs(c.saturated, serve, population, shared, opt, BacklogRule::Converged);
   };
   Metrics m;

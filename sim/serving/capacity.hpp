@@ -31,7 +31,10 @@
 // all its requests meet it and so do those that arrived in the second half of its arrivals (a
 // queue that grows slowly shows there as a tail); a probe stops as soon as its misses decide that
 // it fails (ServingOptions::slo_stop). Probes: the saturated rate, then 0.9 of it (0.7, 0.5, an
-// eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`.
+// eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`. Each probe that
+// meets the goal records the share of it used (SloGoal::load), and the figure says when the goal
+// barely tightens near it (SloCapacity::flat: then another arrival draw may move it by more than
+// rel_tol).
 //
 // Alike replicas (CapacityOptions::replicas > 1, alike_replicas()): every run simulates replica 0
 // alone with its share of the requests — every replicas-th, as open-loop round-robin deals them —
@@ -48,6 +51,7 @@
 // tokens per second, requests per second.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -119,6 +123,7 @@ struct SloCapacity {
     bool met = false;
     bool stopped = false;
     long finished = 0;
+    double load = NAN;  // met: the share of the goal it used (SloGoal::load; the larger of its whole run's and its second half's)
   };
   bool feasible = false;          // some probed rate met the goal
   double bound = 0;               // req/s: the saturated rate the search started from (its first probe)
@@ -133,6 +138,17 @@ struct SloCapacity {
   SaturatedThroughput saturated;
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above
   std::string note;
+  // How steeply the goal tightens near the capacity: d log(load) / d log(rate) between the two
+  // highest probed rates that met it, `flat_from` and `rate` (NaN with fewer than two). Below
+  // kFlatElasticity (flat()) the binding percentile moves so little with the rate that a change of
+  // it smaller than another arrival draw makes moves the capacity by more than the search's
+  // rel_tol: the figure is ill-conditioned, and describe() says so.
+  double elasticity = NAN;
+  double flat_from = 0;
+  static constexpr double kFlatElasticity = 0.5;
+  bool flat() const { return std::isfinite(elasticity) && elasticity < kFlatElasticity; }
+  // Sets elasticity and flat_from from probe_log and rate (capacity_under_slo calls it last).
+  void measure_flatness();
   // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.
   int probes() const { return static_cast<int>(probe_log.size()); }
   int stopped_probes() const;

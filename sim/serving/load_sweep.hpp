@@ -28,6 +28,10 @@ struct SloGoal {
   double value = 0.9;                   // Percentile: 50, 90 or 99; Attainment: a fraction in (0, 1]
   double ttft_s = 2.0, tpot_s = 0.2;    // the bounds
   bool met(const Metrics& m) const;
+  // How much of the goal a run used: its judged TTFT and TPOT percentiles over their bounds, the
+  // larger (Percentile), or its misses over those the goal allows (Attainment; NaN when none are
+  // allowed); met() needs ≤ 1. NaN for a run with an unfinished request.
+  double load(const Metrics& m) const;
   double quantile() const;              // Percentile: the one judged, 0.5, 0.9 or 0.99
   std::string describe() const;         // "p99 TTFT ≤ 2000 ms and p99 TPOT ≤ 200 ms"
   // The early stop of a run that met() will judge on all of `requests` and on those arriving at

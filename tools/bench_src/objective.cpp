@@ -110,6 +110,7 @@ void bench_objective(int plans, const std::string& problems, int truth_seeds) {
     std::printf("%-60s %9s %9s %9s %9s %9s %15s %9s %8s %7s\n", "plan", "obj 300", "obj 3000", "obj all", "every rep", "truth",
                 "truth range", "drain", "obj s", "truth s");
     std::vector<double> obj, truth, truth_hi, drain, spread, cost, one_vs_every;
+    int flats = 0, over5 = 0, over5_flat = 0;  // plans the objective called flat; over their truth by 5%, and of those flat
     int drawn = 0;
     while (static_cast<int>(obj.size()) < plans && drawn < 200 * plans) {
       ++drawn;
@@ -129,12 +130,22 @@ void bench_objective(int plans, const std::string& problems, int truth_seeds) {
       const long starts[3] = {300, 3000, static_cast<long>(azure.requests.size())};
       auto t0 = std::chrono::steady_clock::now();
       bool feasible = true;
+      double elasticity = NAN;  // of the whole-trace figure (SloCapacity::elasticity)
+      bool flat = false;
       for (int k = 0; k < 3; ++k) {
         in.capacity_start = starts[k];
-        const Score s = ServingEvaluator(in).evaluate(plan);
-        if (k == 0) cost.push_back(seconds_since(t0));
-        if (!s.feasible) feasible = false;
-        o[k] = s.feasible ? s.objective : 0;
+        if (k < 2) {
+          const Score s = ServingEvaluator(in).evaluate(plan);
+          if (k == 0) cost.push_back(seconds_since(t0));
+          if (!s.feasible) feasible = false;
+          o[k] = s.feasible ? s.objective : 0;
+        } else {  // the score evaluate() gives (its rate), and whether the objective calls it flat
+          const SloCapacity c = ServingEvaluator(in).capacity(plan);
+          if (!c.saturated.feasible || !c.feasible) feasible = false;
+          o[k] = c.saturated.feasible && c.feasible ? c.rate : 0;
+          elasticity = c.elasticity;
+          flat = c.flat();
+        }
       }
       if (!feasible) continue;  // a plan that cannot hold the trace's requests: not a capacity question
       // The same objective with every replica simulated (CapacityOptions::replicas = 1): what
@@ -178,9 +189,14 @@ void bench_objective(int plans, const std::string& problems, int truth_seeds) {
       if (alike > 1 && every.feasible && every.objective > 0) one_vs_every.push_back(o[2] / every.objective - 1);
       std::printf("%-60.60s %9.2f %9.2f %9.2f %9.2f %9.2f %15s %9.0f %8.2f %7.1f\n", plan_to_string(plan).c_str(), o[0], o[1], o[2],
                   every.feasible ? every.objective : 0.0, t, range, drain.back(), cost.back(), truth_s);
-      if (t > 0 && o[2] / t - 1 > 0.05)  // named in full, to be replayed: simulate --capacity --plan …
-        std::printf("  %+.1f%% over its truth (%+.1f%% over its highest draw): %s\n", 100 * (o[2] / t - 1),
-                    100 * (o[2] / truth_hi.back() - 1), plan_to_string(plan).c_str());
+      if (flat) ++flats;
+      if (t > 0 && o[2] / t - 1 > 0.05) {  // named in full, to be replayed: simulate --capacity --plan …
+        ++over5;
+        if (flat) ++over5_flat;
+        std::printf("  %+.1f%% over its truth (%+.1f%% over its highest draw)%s: %s\n", 100 * (o[2] / t - 1),
+                    100 * (o[2] / truth_hi.back() - 1), flat ? ", called flat by the objective" : "", plan_to_string(plan).c_str());
+      }
+      if (flat) std::printf("  flat near its capacity (elasticity %.2f)\n", elasticity);
       std::fflush(stdout);
     }
     if (obj.empty()) continue;
@@ -197,6 +213,8 @@ void bench_objective(int plans, const std::string& problems, int truth_seeds) {
                 "%.2f s median, %.2f s max per plan\n",
                 obj.size(), spearman(obj, truth), spearman(drain, truth), 100 * worst_over, 100 * worst_over_hi, 100 * worst_spread,
                 sorted[sorted.size() / 2], sorted.back());
+    std::printf("  called flat near their capacity by the objective (SloCapacity::flat): %d of %zu plans; of the %d more than 5%% "
+                "over their truth, %d\n", flats, obj.size(), over5, over5_flat);
     if (!one_vs_every.empty()) {
       double lo = 0, hi = 0, abs_sum = 0;
       for (double x : one_vs_every) {

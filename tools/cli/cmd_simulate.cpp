@@ -342,7 +342,8 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
       << f("%.1f ms", c.at_rate.ttft_ms.p99) << ", TPOT p99 " << f("%.2f ms", c.at_rate.tpot_ms.p99) << "\n";
   json probe_log = json::array();
   for (const auto& p : c.probe_log)
-    probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished}});
+    probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished},
+                         {"goal_used", std::isfinite(p.load) ? json(p.load) : json(nullptr)}});
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
                   {"runs", t.runs}, {"simulated_requests", t.simulated_requests}, {"executed_steps", t.executed_steps},
@@ -355,7 +356,8 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
                    {"output_tok_s", c.output_tok_s}, {"probes", c.probes()},
                    {"stopped_probes", c.stopped_probes()}, {"probe_requests", c.probe_requests}, {"note", c.note},
                    {"probe_log", probe_log}, {"simulated_requests", c.simulated_requests}, {"executed_steps", c.executed_steps},
-                   {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99}}},
+                   {"ttft_p99_ms", c.at_rate.ttft_ms.p99}, {"tpot_p99_ms", c.at_rate.tpot_ms.p99},
+                   {"elasticity", std::isfinite(c.elasticity) ? json(c.elasticity) : json(nullptr)}, {"flat", c.flat()}}},
           {"population", L.population.requests.size()}, {"seed", opt.in.seed}};
 }
 

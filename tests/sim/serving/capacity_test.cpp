@@ -231,6 +231,57 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
   }
 }
 
+TEST_CASE("capacity under an SLO: a met probe records the share of the goal it used, and a flat goal is called flat") {
+  // Each met probe's load is at most 1 (it met the goal) and positive; the goal's load of a
+  // run's metrics is its binding percentile over its bound.
+  Dense d;
+  CapacityOptions o;
+  o.start_requests = 300;
+  const SloCapacity c = capacity_under_slo(d.serve, d.population, Dense::tight_options(), d.tight, o);
+  REQUIRE(c.feasible);
+  int met = 0;
+  for (const auto& p : c.probe_log) {
+    if (!p.met) {
+      CHECK(std::isnan(p.load));
+      continue;
+    }
+    ++met;
+    CHECK(p.load > 0);
+    CHECK(p.load <= 1 + 1e-12);
+  }
+  CHECK(d.tight.load(c.at_rate) <= 1 + 1e-12);
+  CHECK(d.tight.load(c.at_rate) == doctest::Approx(std::max(c.at_rate.ttft_ms.p99 / 500, c.at_rate.tpot_ms.p99 / 30)));
+  if (met >= 2) CHECK(std::isfinite(c.elasticity));
+  CHECK((c.describe().find("flat near it") != std::string::npos) == c.flat());
+  // The measure itself, on two logs as the optimizer docs' plans produced them: a plan whose p99
+  // TPOT moved 1.8% between its two highest met rates (34.5 and 36 req/s) is flat; one whose
+  // binding percentile rose 10% over 2% of rate is not; one met rate gives no measure.
+  SloCapacity flat;
+  flat.feasible = true;
+  flat.saturated.feasible = true;
+  flat.rate = 36;
+  flat.probe_log = {{58.3, false, true, 798}, {29.2, true, false, 4841, 0.95}, {34.5, true, false, 4841, 0.978},
+                    {37.5, false, true, 4133}, {36, true, false, 4841, 0.996}, {36.7, false, true, 4105}};
+  flat.measure_flatness();
+  CHECK(flat.elasticity == doctest::Approx(std::log(0.996 / 0.978) / std::log(36 / 34.5)));
+  CHECK(flat.flat_from == 34.5);
+  CHECK(flat.flat());
+  CHECK(flat.describe().find("flat near it") != std::string::npos);
+  SloCapacity steep = flat;
+  steep.rate = 44.6;
+  steep.probe_log = {{80.3, false, true, 354}, {40.2, true, false, 6654, 0.79}, {43.7, true, false, 6654, 0.87},
+                     {45.6, false, true, 4764}, {44.6, true, false, 6654, 0.96}};
+  steep.measure_flatness();
+  CHECK(steep.elasticity > 4);
+  CHECK_FALSE(steep.flat());
+  CHECK(steep.describe().find("flat") == std::string::npos);
+  SloCapacity one = flat;
+  one.probe_log = {{36, true, false, 4841, 0.99}, {37, false, true, 10}};
+  one.measure_flatness();
+  CHECK(std::isnan(one.elasticity));
+  CHECK_FALSE(one.flat());
+}
+
 TEST_CASE("SLO stop: the allowance is the most misses a run can hold and still meet the goal") {
   // Built from n requests, every one over a bound or none; the percentile's own rank decides.
   for (long n : {1L, 7L, 100L, 101L, 1000L, 65536L}) {
