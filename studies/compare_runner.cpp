@@ -214,9 +214,11 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
 
 // The highest Poisson rate meeting the goal (0 when none does): the plan's capacity under the SLO,
 // drawn from the whole trace and never above its saturated rate (sim/serving/capacity.hpp).
-double max_rate_of(const Prepared& p, const CompareSettings& s, const Scorer& scorer) {
-  const Score sc = ServingEvaluator(evaluator_inputs(p, s, scorer, p.in->trace, Objective::Capacity)).evaluate(p.plan);
-  return sc.feasible ? sc.objective : 0;
+// The plan's capacity under the goal (what evaluate() scores it by) and whether it is flat there.
+void max_rate_of(const Prepared& p, const CompareSettings& s, const Scorer& scorer, ScenarioOutcome& o) {
+  const SloCapacity c = ServingEvaluator(evaluator_inputs(p, s, scorer, p.in->trace, Objective::Capacity)).capacity(p.plan);
+  o.max_rate = c.saturated.feasible && c.feasible ? c.rate : 0;
+  o.max_rate_flat = o.max_rate > 0 && c.flat();
 }
 
 ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettings& s, const Scorer& scorer) {
@@ -267,7 +269,7 @@ ScenarioOutcome score(const Prepared& p, const Scenario& sc, const CompareSettin
     o.reason = r.note;
   }
   if (s.max_rate && o.feasible) {
-    o.max_rate = max_rate_of(p, s, scorer);
+    max_rate_of(p, s, scorer, o);
   }
   return o;
 }

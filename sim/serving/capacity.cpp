@@ -213,12 +213,14 @@ SaturatedThroughput saturated_throughput(const CapacityServe& serve, const Reque
 void SloCapacity::measure_flatness() {
   elasticity = NAN;
   flat_from = 0;
+  load_at_rate = NAN;
   auto usable = [](const Probe& p) { return p.met && std::isfinite(p.load) && p.load > 0; };
   const Probe* top = nullptr;
   const Probe* below = nullptr;
   for (const auto& p : probe_log)
     if (usable(p) && (top == nullptr || p.rate > top->rate)) top = &p;
   if (top == nullptr || top->rate != rate) return;  // the figure is not a probed rate (a narrowed saturated one)
+  load_at_rate = top->load;
   for (const auto& p : probe_log)
     if (usable(p) && p.rate < top->rate * (1 - 1e-9) && (below == nullptr || p.rate > below->rate)) below = &p;
   if (below == nullptr) return;
@@ -242,10 +244,10 @@ std::string SloCapacity::describe() const {
   if (flat()) {
     char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "; flat near it: the goal's binding percentile moves only %+.1f%% from %s to %s req/s (elasticity %.2f), so "
-                  "another arrival draw may move this capacity by more than the search's tolerance",
-                  100 * (std::pow(rate / flat_from, elasticity) - 1), readable(flat_from, 3).c_str(), readable(rate, 3).c_str(),
-                  elasticity);
+                  "; flat near it: the goal's binding percentile, at %.0f%% of its bound, moves only %+.1f%% from %s to %s req/s "
+                  "(elasticity %.2f), so another arrival draw may move this capacity by more than the search's tolerance",
+                  100 * load_at_rate, 100 * (std::pow(rate / flat_from, elasticity) - 1), readable(flat_from, 3).c_str(),
+                  readable(rate, 3).c_str(), elasticity);
     thin = buf;
   }
   return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +

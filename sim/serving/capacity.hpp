@@ -139,14 +139,20 @@ struct SloCapacity {
   Metrics at_rate;                // the second half of the run at `rate` (its whole met the goal too); as `metrics` above
   std::string note;
   // How steeply the goal tightens near the capacity: d log(load) / d log(rate) between the two
-  // highest probed rates that met it, `flat_from` and `rate` (NaN with fewer than two). Below
-  // kFlatElasticity (flat()) the binding percentile moves so little with the rate that a change of
-  // it smaller than another arrival draw makes moves the capacity by more than the search's
-  // rel_tol: the figure is ill-conditioned, and describe() says so.
+  // highest probed rates that met it, `flat_from` and `rate` (NaN with fewer than two), and the
+  // share of the goal used at `rate`. The figure is ill-conditioned (flat(); describe() says so)
+  // when the percentile that decides it sits at its bound (load_at_rate ≥ kNearBound) and moves so
+  // little with the rate (elasticity < kFlatElasticity) that a change of it smaller than another
+  // arrival draw makes moves the capacity by more than the search's rel_tol. A goal with room left
+  // at the capacity failed above it by a cliff (a queue that grows), which a draw moves little.
   double elasticity = NAN;
   double flat_from = 0;
+  double load_at_rate = NAN;
   static constexpr double kFlatElasticity = 0.5;
-  bool flat() const { return std::isfinite(elasticity) && elasticity < kFlatElasticity; }
+  static constexpr double kNearBound = 0.95;
+  bool flat() const {
+    return std::isfinite(elasticity) && elasticity < kFlatElasticity && load_at_rate >= kNearBound;
+  }
   // Sets elasticity and flat_from from probe_log and rate (capacity_under_slo calls it last).
   void measure_flatness();
   // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.

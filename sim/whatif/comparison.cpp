@@ -137,7 +137,7 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
       << " | " << readable(m.tpot_ms.p50, 3) << " | " << readable(m.tpot_ms.p99, 3) << " | " << readable(m.goodput_req_s, 3)
       << " |";
     if (rated)
-      o << " " << (s.max_rate > 0 ? readable(s.max_rate, 3) : s.max_rate == 0 ? "none" : "—") << " |";
+      o << " " << (s.max_rate > 0 ? readable(s.max_rate, 3) + (s.max_rate_flat ? "~" : "") : s.max_rate == 0 ? "none" : "—") << " |";
     o << " " << readable(s.static_gb, 3) << " | " << readable(s.kv_capacity_tokens, 3) << " |";
     if (priced) o << " " << (usd_per_mtok(s) > 0 ? "$" : "") << (usd_per_mtok(s) > 0 ? readable(usd_per_mtok(s), 3) : "—") << " |";
     if (powered)
@@ -153,6 +153,11 @@ std::string markdown_table(const std::vector<ScenarioOutcome>& v, const CompareC
     o << "\nmax rate: the plan's capacity under " << ctx.goal << " — the highest Poisson rate whose replay of the whole "
          "trace meets it, at most the rate the plan sustains (a backlog run extended until it converges), whatever "
          "--requests says.\n";
+  bool any_flat = false;
+  for (const auto& s : v) any_flat = any_flat || s.max_rate_flat;
+  if (rated && any_flat)
+    o << "~ flat near it: the goal's binding percentile barely moves with the rate there, so another arrival draw may "
+         "move this capacity by more than the search's 4% (simulate --capacity says how flat; docs/optimizers.md).\n";
   if (rated && ctx.goal_for_search)
     o << "(Measured without --max-rate because a plan was searched: `search:B` chooses by this capacity, so it is "
          "the column its plan is best in; the tok/s columns are the run of the requests above.)\n";
@@ -378,7 +383,10 @@ json compare_json(const std::vector<ScenarioOutcome>& v, const CompareContext& c
     e["tpot_ms"] = pct(m.tpot_ms);
     e["goodput_req_s"] = m.goodput_req_s;
     e["slo_attainment"] = m.slo_attainment;
-    if (s.max_rate >= 0) e["max_rate_req_s"] = s.max_rate;
+    if (s.max_rate >= 0) {
+      e["max_rate_req_s"] = s.max_rate;
+      e["max_rate_flat"] = s.max_rate_flat;
+    }
     e["memory"] = {{"weights_gb", s.weights_gb}, {"static_gb", s.static_gb}, {"kv_capacity_tokens", s.kv_capacity_tokens}};
     if (s.gpu_hour_usd > 0) e["cost"] = {{"gpu_hour_usd", s.gpu_hour_usd}, {"usd_per_mtok", usd_per_mtok(s)}};
     if (s.energy.modelled) e["energy"] = energy_json(s.energy, output_tokens(s));

@@ -58,6 +58,7 @@ struct ScenarioOutcome {
   std::array<double, 5> slowdown{1, 1, 1, 1, 1};  // simgrid tier: per CollKind + sends, SimGrid / contention-free
   std::array<int, 5> slowdown_ops{};   // operations of each kind the sample held
   double max_rate = -1;                // req/s meeting the goal (< 0: not measured; 0: none meets)
+  bool max_rate_flat = false;          // the goal barely tightens near it (SloCapacity::flat): another draw may move it
   double gpu_hour_usd = 0;             // 0: no price given
   RunEnergy energy;                    // the run's GPU and network energy (sim/serving/energy.hpp)
 };

@@ -275,6 +275,15 @@ TEST_CASE("capacity under an SLO: a met probe records the share of the goal it u
   CHECK(steep.elasticity > 4);
   CHECK_FALSE(steep.flat());
   CHECK(steep.describe().find("flat") == std::string::npos);
+  // Flat but with room left at the capacity (its p99 at 87% of the bound): the rate above failed
+  // by a cliff, so the figure is not called flat.
+  SloCapacity roomy = flat;
+  roomy.probe_log = {{90, true, false, 4841, 0.865}, {94.9, true, false, 4841, 0.87}, {98, false, true, 900}};
+  roomy.rate = 94.9;
+  roomy.measure_flatness();
+  CHECK(roomy.elasticity < SloCapacity::kFlatElasticity);
+  CHECK(roomy.load_at_rate == 0.87);
+  CHECK_FALSE(roomy.flat());
   SloCapacity one = flat;
   one.probe_log = {{36, true, false, 4841, 0.99}, {37, false, true, 10}};
   one.measure_flatness();

@@ -136,6 +136,22 @@ TEST_CASE("Pareto frontier: dominated scenarios are off it, ties and trade-offs 
   CHECK(f == std::vector<bool>{true, true, false, true, false});
 }
 
+TEST_CASE("max rate column: a capacity the objective calls flat is marked, and the mark is explained") {
+  std::vector<ScenarioOutcome> v = {point("a", 20, 800), point("b", 10, 400)};
+  v[0].max_rate = 36;
+  v[1].max_rate = 44.6;
+  CompareContext ctx;
+  ctx.goal = "p99 TTFT ≤ 2000 ms and p99 TPOT ≤ 200 ms";
+  const std::string plain = markdown_table(v, ctx);
+  CHECK(plain.find("| 36 |") != std::string::npos);
+  CHECK(plain.find("~") == std::string::npos);
+  v[0].max_rate_flat = true;
+  const std::string marked = markdown_table(v, ctx);
+  CHECK(marked.find("| 36~ |") != std::string::npos);
+  CHECK(marked.find("| 44.6 |") != std::string::npos);
+  CHECK(marked.find("~ flat near it") != std::string::npos);
+}
+
 TEST_CASE("why they differ: each scenario against its nearest one-choice neighbour, or a fixed baseline") {
   std::vector<ScenarioOutcome> v = {point("dgx-h100:8", 30, 4000), point("dgx-h100:8,oversub=2", 30, 4000),
                                     point("dgx-h100:8,rails=off,radix=16", 30, 4000),
