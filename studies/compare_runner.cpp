@@ -212,9 +212,9 @@ void run_searches(std::vector<Prepared>& prepared, const std::vector<Scenario>& 
   }
 }
 
-// The highest Poisson rate meeting the goal (0 when none does): the plan's capacity under the SLO,
-// drawn from the whole trace and never above its saturated rate (sim/serving/capacity.hpp).
-// The plan's capacity under the goal (what evaluate() scores it by) and whether it is flat there.
+// The highest Poisson rate meeting the goal (0 when none does): the plan's capacity under the SLO
+// (what evaluate() scores it by), drawn from the whole trace and never above its saturated rate
+// (sim/serving/capacity.hpp), and whether it is flat there.
 void max_rate_of(const Prepared& p, const CompareSettings& s, const Scorer& scorer, ScenarioOutcome& o) {
   const SloCapacity c = ServingEvaluator(evaluator_inputs(p, s, scorer, p.in->trace, Objective::Capacity)).capacity(p.plan);
   o.max_rate = c.saturated.feasible && c.feasible ? c.rate : 0;

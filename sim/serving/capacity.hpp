@@ -153,7 +153,7 @@ struct SloCapacity {
   bool flat() const {
     return std::isfinite(elasticity) && elasticity < kFlatElasticity && load_at_rate >= kNearBound;
   }
-  // Sets elasticity and flat_from from probe_log and rate (capacity_under_slo calls it last).
+  // Sets elasticity, flat_from and load_at_rate from probe_log and rate (capacity_under_slo calls it last).
   void measure_flatness();
   // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.
   int probes() const { return static_cast<int>(probe_log.size()); }
