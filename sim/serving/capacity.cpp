@@ -240,18 +240,20 @@ std::string SloCapacity::describe() const {
                                               : "";
   const std::string stopped =
       stopped_probes() > 0 ? " (" + std::to_string(stopped_probes()) + " stopped as soon as their misses decided they fail)" : "";
-  std::string thin;
-  if (flat()) {
-    char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "; flat near it: the goal's binding percentile, at %.0f%% of its bound, moves only %+.1f%% from %s to %s req/s "
-                  "(elasticity %.2f), so another arrival draw may move this capacity by more than the search's tolerance",
-                  100 * load_at_rate, 100 * (std::pow(rate / flat_from, elasticity) - 1), readable(flat_from, 3).c_str(),
-                  readable(rate, 3).c_str(), elasticity);
-    thin = buf;
-  }
+  const std::string thin = flat() ? "; " + flatness() : "";
   return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +
          " runs" + stopped + thin;
+}
+
+std::string SloCapacity::flatness() const {
+  if (!flat()) return "";
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "flat near it: the goal's binding percentile, at %.0f%% of its bound, moves only %+.1f%% from %s to %s req/s "
+                "(elasticity %.2f), so another arrival draw may move this capacity by more than the search's tolerance",
+                100 * load_at_rate, 100 * (std::pow(rate / flat_from, elasticity) - 1), readable(flat_from, 3).c_str(),
+                readable(rate, 3).c_str(), elasticity);
+  return buf;
 }
 
 namespace {

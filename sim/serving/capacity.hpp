@@ -153,6 +153,10 @@ struct SloCapacity {
   bool flat() const {
     return std::isfinite(elasticity) && elasticity < kFlatElasticity && load_at_rate >= kNearBound;
   }
+  // When flat(): "flat near it: the goal's binding percentile, at 100% of its bound, moves only
+  // +1.8% from 34.5 to 36 req/s (elasticity 0.41), so another arrival draw may move this capacity
+  // by more than the search's tolerance"; else empty.
+  std::string flatness() const;
   // Sets elasticity, flat_from and load_at_rate from probe_log and rate (capacity_under_slo calls it last).
   void measure_flatness();
   // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.

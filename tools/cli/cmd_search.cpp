@@ -440,11 +440,21 @@ std::string objective_note_markdown(const SearchOptions& opt, const LoadedInputs
   const std::string drawn = "drawn from the whole trace " + L.trace_spec + " (" + std::to_string(L.population.requests.size()) +
                             " requests; the first backlog holds all of them, so --requests does not move the figure), seed " +
                             std::to_string(opt.in.seed) + "; sim/serving/capacity.hpp, docs/optimizers.md";
-  if (o == Objective::Capacity)
-    return "\nWhat was scored: each plan's capacity under " +
-           parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal").describe() + " — the highest " +
-           (opt.in.arrivals == "trace" ? std::string("rate (the trace's arrival shape)") : std::string("Poisson rate")) +
-           " whose replay meets it, at most the plan's saturated rate, " + drawn + ".\n";
+  if (o == Objective::Capacity) {
+    std::string s = "\nWhat was scored: each plan's capacity under " +
+                    parse_slo_goal(opt.goal, so.slo_ttft, so.slo_tpot, "--goal").describe() + " — the highest " +
+                    (opt.in.arrivals == "trace" ? std::string("rate (the trace's arrival shape)") : std::string("Poisson rate")) +
+                    " whose replay meets it, at most the plan's saturated rate, " + drawn + ".\n";
+    // A best plan whose capacity is flat is best by less than its figure's own uncertainty.
+    if (rep.best_known > 0) {
+      const SloCapacity c = ServingEvaluator(evaluator_inputs(opt, L, so, nullptr, Tier::Analytic))
+                                .capacity(space.decode(out.runs[rep.best_run].best.genes));
+      if (c.flat())
+        s += "\nThe best plan's capacity (replayed once, analytic tier) is " + c.flatness() +
+             ": plans scored within that of it may serve as much; compare them at several --seed values.\n";
+    }
+    return s;
+  }
   if (o == Objective::Saturated)
     return "\nWhat was scored: each plan's saturated output tok/s — a backlog that keeps every batch full, measured once "
            "its window holds 3 batch turnovers and its rate's 95% interval is within ±2%, " + drawn + ".\n";

@@ -267,6 +267,7 @@ TEST_CASE("capacity under an SLO: a met probe records the share of the goal it u
   CHECK(flat.flat_from == 34.5);
   CHECK(flat.flat());
   CHECK(flat.describe().find("flat near it") != std::string::npos);
+  CHECK(flat.flatness().rfind("flat near it: the goal's binding percentile, at 100% of its bound, moves only +1.8% from 34.5 to 36", 0) == 0);
   SloCapacity steep = flat;
   steep.rate = 44.6;
   steep.probe_log = {{80.3, false, true, 354}, {40.2, true, false, 6654, 0.79}, {43.7, true, false, 6654, 0.87},
@@ -275,6 +276,7 @@ TEST_CASE("capacity under an SLO: a met probe records the share of the goal it u
   CHECK(steep.elasticity > 4);
   CHECK_FALSE(steep.flat());
   CHECK(steep.describe().find("flat") == std::string::npos);
+  CHECK(steep.flatness().empty());
   // Flat but with room left at the capacity (its p99 at 87% of the bound): the rate above failed
   // by a cliff, so the figure is not called flat.
   SloCapacity roomy = flat;
