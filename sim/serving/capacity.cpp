@@ -240,7 +240,8 @@ std::string SloCapacity::describe() const {
                                               : "";
   const std::string stopped =
       stopped_probes() > 0 ? " (" + std::to_string(stopped_probes()) + " stopped as soon as their misses decided they fail)" : "";
-  const std::string thin = flat() ? "; " + flatness() : "";
+  const std::string flat_note = flatness();
+  const std::string thin = flat_note.empty() ? "" : "; " + flat_note;
   return readable(rate, 3) + " req/s (" + readable(output_tok_s) + " output tok/s)" + bound + "; " + std::to_string(runs()) +
          " runs" + stopped + thin;
 }

@@ -20,9 +20,7 @@ bool SloGoal::met(const Metrics& m) const {
   if (kind == Kind::Attainment)  // a refused request misses both bounds
     return static_cast<double>(m.met_slo) >= value * static_cast<double>(m.requests) - 1e-9;
   if (m.completed < m.requests) return false;
-  const double q = quantile();
-  auto pick = [&](const Percentiles& p) { return q == 0.99 ? p.p99 : q == 0.90 ? p.p90 : p.p50; };
-  return pick(m.ttft_ms) <= ttft_s * 1e3 && pick(m.tpot_ms) <= tpot_s * 1e3;
+  return judged(m.ttft_ms) <= ttft_s * 1e3 && judged(m.tpot_ms) <= tpot_s * 1e3;
 }
 
 double SloGoal::load(const Metrics& m) const {
@@ -31,12 +29,15 @@ double SloGoal::load(const Metrics& m) const {
     const double allowed = (1 - value) * static_cast<double>(m.requests);
     return allowed > 0 ? static_cast<double>(m.requests - m.met_slo) / allowed : NAN;
   }
-  const double q = quantile();
-  auto pick = [&](const Percentiles& p) { return q == 0.99 ? p.p99 : q == 0.90 ? p.p90 : p.p50; };
-  return std::max(pick(m.ttft_ms) / (ttft_s * 1e3), pick(m.tpot_ms) / (tpot_s * 1e3));
+  return std::max(judged(m.ttft_ms) / (ttft_s * 1e3), judged(m.tpot_ms) / (tpot_s * 1e3));
 }
 
 double SloGoal::quantile() const { return value >= 99 ? 0.99 : value >= 90 ? 0.90 : 0.50; }
+
+double SloGoal::judged(const Percentiles& p) const {
+  const double q = quantile();
+  return q == 0.99 ? p.p99 : q == 0.90 ? p.p90 : p.p50;
+}
 
 SloStop SloGoal::stop_when_missed(const std::vector<Request>& requests, double late_from, const ServingOptions& o) const {
   SloStop st;

@@ -33,6 +33,7 @@ struct SloGoal {
   // allowed); met() needs ≤ 1. NaN for a run with an unfinished request.
   double load(const Metrics& m) const;
   double quantile() const;              // Percentile: the one judged, 0.5, 0.9 or 0.99
+  double judged(const Percentiles& p) const;  // Percentile: p's value at quantile()
   std::string describe() const;         // "p99 TTFT ≤ 2000 ms and p99 TPOT ≤ 200 ms"
   // The early stop of a run that met() will judge on all of `requests` and on those arriving at
   // `late_from` or later (ServingOptions::slo_stop): the misses each count allows before met()
