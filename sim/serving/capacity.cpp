@@ -311,9 +311,11 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     Metrics whole;
     ServingResult r = serve(t, po, whole);
     scale_rates(whole, k);
-    for (const auto& q : r.requests) c.simulated_requests += q.admitted >= 0 ? 1 : 0;  // a stopped probe: up to its stop
+    long admitted = 0;
+    for (const auto& q : r.requests) admitted += q.admitted >= 0 ? 1 : 0;  // a stopped probe: up to its stop
+    c.simulated_requests += admitted;
     c.executed_steps += r.breakdown.executed_steps;
-    c.probe_log.push_back({rate, false, r.stopped_early, whole.completed});
+    c.probe_log.push_back({rate, false, r.stopped_early, whole.completed, NAN, admitted, r.breakdown.executed_steps});
     if (r.stopped_early) return false;
     if (r.rejected_any || whole.completed < whole.requests) return false;
     ServingResult late;

@@ -124,6 +124,8 @@ struct SloCapacity {
     bool stopped = false;
     long finished = 0;
     double load = NAN;  // met: the share of the goal it used (SloGoal::load; the larger of its whole run's and its second half's)
+    long simulated = 0;  // what it cost: requests admitted (its replica's share; a stopped one's up to its stop)
+    long executed = 0;   //   and steps executed
   };
   bool feasible = false;          // some probed rate met the goal
   double bound = 0;               // req/s: the saturated rate the search started from (its first probe)

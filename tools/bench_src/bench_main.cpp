@@ -211,6 +211,7 @@ static void bench_capacity(const ModelSpec& m, const Cluster& c, const RequestTr
   std::printf("%-38s %9s %9s %6s %8s %8s %10s %10s %9s\n", "plan", "wall ms", "req/s", "runs", "stopped", "probe n", "saturated n",
               "simulated", "executed");
   std::vector<double> ms;
+  long totals[3] = {0, 0, 0};
   for (const auto& text : texts) {
     Plan p = plan_from_string(text, c.num_gpus(), plan_defaults(m));
     if (!check_plan(p, m, c).feasible()) continue;
@@ -221,9 +222,26 @@ static void bench_capacity(const ModelSpec& m, const Cluster& c, const RequestTr
     std::printf("%-38s %9.0f %9.1f %6d %8d %8ld %10ld %10ld %9ld\n", text.c_str(), w, cap.rate, cap.runs(), cap.stopped_probes(),
                 cap.probe_requests, cap.saturated.requests, cap.simulated_requests + cap.saturated.simulated_requests,
                 cap.executed_steps + cap.saturated.executed_steps);
+    // Where its simulated requests went: the backlog runs, the probes that met the goal (each runs
+    // whole) and those that missed it (most stop as soon as their misses decide it); then the probes
+    // in order: rate, + met / x stopped / - missed at the end, and the requests each admitted.
+    long met = 0, missed = 0;
+    for (const auto& pr : cap.probe_log) (pr.met ? met : missed) += pr.simulated;
+    std::printf("    simulated: %ld in %d backlog runs, %ld in probes that met, %ld in probes that missed; probes:",
+                cap.saturated.simulated_requests, cap.saturated.runs, met, missed);
+    for (const auto& pr : cap.probe_log) std::printf(" %.1f%s%ld", pr.rate, pr.met ? "+" : pr.stopped ? "x" : "-", pr.simulated);
+    std::printf("\n");
+    totals[0] += cap.saturated.simulated_requests;
+    totals[1] += met;
+    totals[2] += missed;
   }
   std::sort(ms.begin(), ms.end());
   if (!ms.empty()) std::printf("median %.0f ms, max %.0f ms per plan\n", ms[ms.size() / 2], ms.back());
+  const double all = static_cast<double>(totals[0] + totals[1] + totals[2]);
+  if (all > 0)
+    std::printf("of the requests simulated: %.0f%% in backlog runs, %.0f%% in probes that met the goal, %.0f%% in probes that missed it\n",
+                100.0 * static_cast<double>(totals[0]) / all, 100.0 * static_cast<double>(totals[1]) / all,
+                100.0 * static_cast<double>(totals[2]) / all);
   std::printf("(simulated: requests the runs admitted — one replica's share where one stands for its alike ones, a\n"
               " stopped probe's up to its stop; executed: steps lowered and run, the rest memoised, fitted or fast-forwarded)\n");
 }

@@ -332,8 +332,12 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
       o << " (replica 0's share of " << readable(static_cast<double>(c.probe_requests / t.replicas)) << " simulated)";
     o << "\n";
   }
+  long met_requests = 0;  // the probes that met the goal ran whole; those that missed stopped or failed on the way
+  for (const auto& p : c.probe_log) met_requests += p.met ? p.simulated : 0;
   o << "  cost         " << c.runs() << " runs simulated " << readable(static_cast<double>(c.simulated_requests + t.simulated_requests))
-    << " requests (" << readable(static_cast<double>(t.simulated_requests)) << " of them in the backlog runs"
+    << " requests (" << readable(static_cast<double>(t.simulated_requests)) << " in the backlog runs, "
+    << readable(static_cast<double>(met_requests)) << " in the probes that met the goal, "
+    << readable(static_cast<double>(c.simulated_requests - met_requests)) << " in those that missed it"
     << (t.replicas > 1 ? "; one replica's share each run" : "") << ") and executed "
     << readable(static_cast<double>(c.executed_steps + t.executed_steps)) << " steps (the rest memoised, fitted or fast-forwarded)\n";
   if (c.feasible)
@@ -343,7 +347,8 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
   json probe_log = json::array();
   for (const auto& p : c.probe_log)
     probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished},
-                         {"goal_used", std::isfinite(p.load) ? json(p.load) : json(nullptr)}});
+                         {"goal_used", std::isfinite(p.load) ? json(p.load) : json(nullptr)},
+                         {"simulated_requests", p.simulated}, {"executed_steps", p.executed}});
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
                   {"runs", t.runs}, {"simulated_requests", t.simulated_requests}, {"executed_steps", t.executed_steps},

@@ -216,14 +216,23 @@ TEST_CASE("capacity under an SLO: probes that stop at their first decisive misse
     REQUIRE(whole.probe_log.size() == quick.probe_log.size());
     CHECK(quick.probe_log.front().rate == quick.bound);
     double best = 0;
+    long simulated = 0, executed = 0;
     for (std::size_t i = 0; i < quick.probe_log.size(); ++i) {
       const auto& p = quick.probe_log[i];
       CHECK(p.rate == whole.probe_log[i].rate);
       CHECK(p.met == whole.probe_log[i].met);
       if (p.met) best = std::max(best, p.rate);
       if (p.stopped) CHECK(p.finished < whole.probe_log[i].finished);
+      // Each probe's own cost: a met one admitted all its requests, a stopped one fewer than run whole.
+      if (p.met) CHECK(p.simulated == quick.probe_requests);
+      if (p.stopped) CHECK(p.simulated < whole.probe_log[i].simulated);
+      CHECK(p.simulated >= p.finished);
+      simulated += p.simulated;
+      executed += p.executed;
     }
     CHECK(best == quick.rate);
+    CHECK(simulated == quick.simulated_requests);  // the probes' costs add up to the evaluation's
+    CHECK(executed == quick.executed_steps);
     // Stopping early costs fewer simulated requests, never more; the backlog runs are the same.
     CHECK(quick.simulated_requests < whole.simulated_requests);
     CHECK(quick.saturated.simulated_requests == whole.saturated.simulated_requests);
