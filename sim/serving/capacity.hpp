@@ -29,7 +29,9 @@
 // Each probe replays the whole trace, or as many requests as the backlog needed for `min_turnovers`
 // turnovers in its window when that is more (up to `max_requests`), and meets the goal only when
 // all its requests meet it and so do those that arrived in the second half of its arrivals (a
-// queue that grows slowly shows there as a tail); a probe stops as soon as its misses decide that
+// queue that grows slowly shows there as a tail) and, in a probe longer than the trace, the
+// trace's own first pass on its own (its bursts, as the trace's replay meets them, are not diluted
+// by the shuffled passes after it); a probe stops as soon as its misses decide that
 // it fails (ServingOptions::slo_stop). Probes: the saturated rate, then 0.9 of it (0.7, 0.5, an
 // eighth, a thirty-second while those fail), then geometric bisection to `rel_tol`. Each probe that
 // meets the goal records the share of it used (SloGoal::load), and the figure says when the goal
