@@ -307,11 +307,10 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
   // trace in its own order first, then shuffled passes of it: the trace's first pass must meet the
   // goal too, on its own — as the trace's replay is judged, its bursts undiluted by the stationary
   // passes after it (which only add load to its tail).
-  const std::size_t trace_n = population.requests.size();
+  const std::size_t first_n = (population.requests.size() + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);  // of the share
   auto probe = [&](double rate, Metrics& judged) {
     const RequestTrace t = share_of(at_rate(sample, rate, opt.arrivals, opt.seed), k);
     const double half = t.requests[t.requests.size() / 2].arrival_s;
-    const std::size_t first_n = (trace_n + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);  // of the share
     const double first_end = first_n < t.requests.size() ? t.requests[first_n].arrival_s : INFINITY;
     ServingOptions po = so;
     if (opt.stop_early) po.slo_stop = goal.stop_when_missed(t.requests, half, so);
@@ -325,23 +324,23 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     c.probe_log.push_back({rate, false, r.stopped_early, whole.completed, NAN, admitted, r.breakdown.executed_steps});
     if (r.stopped_early) return false;
     if (r.rejected_any || whole.completed < whole.requests) return false;
-    ServingResult late;
-    late.makespan = r.makespan;
-    for (const auto& q : r.requests)
-      if (q.arrival >= half) late.requests.push_back(q);
-    judged = summarize(late, so, 1);
-    scale_rates(judged, k);
+    // The metrics of the requests whose arrival passes `keep`, as the plan's.
+    auto part = [&](auto keep) {
+      ServingResult sub;
+      sub.makespan = r.makespan;
+      for (const auto& q : r.requests)
+        if (keep(q.arrival)) sub.requests.push_back(q);
+      Metrics m = summarize(sub, so, 1);
+      scale_rates(m, k);
+      return m;
+    };
+    judged = part([half](double a) { return a >= half; });
     bool met = goal.met(judged) && goal.met(whole);
     double load = std::max(goal.load(judged), goal.load(whole));
     if (std::isfinite(first_end)) {
-      ServingResult first;
-      first.makespan = r.makespan;
-      for (const auto& q : r.requests)
-        if (q.arrival < first_end) first.requests.push_back(q);
-      Metrics f = summarize(first, so, 1);
-      scale_rates(f, k);
-      met = met && goal.met(f);
-      load = std::max(load, goal.load(f));
+      const Metrics first = part([first_end](double a) { return a < first_end; });
+      met = met && goal.met(first);
+      load = std::max(load, goal.load(first));
     }
     c.probe_log.back().met = met;
     if (met) c.probe_log.back().load = load;

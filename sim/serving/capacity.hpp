@@ -125,7 +125,7 @@ struct SloCapacity {
     bool met = false;
     bool stopped = false;
     long finished = 0;
-    double load = NAN;  // met: the share of the goal it used (SloGoal::load; the larger of its whole run's and its second half's)
+    double load = NAN;  // met: the share of the goal it used (SloGoal::load; the largest of its whole run's, its second half's and its first trace pass's)
     long simulated = 0;  // what it cost: requests admitted (its replica's share; a stopped one's up to its stop)
     long executed = 0;   //   and steps executed
   };
