@@ -305,8 +305,8 @@ Plan PoolSpace::decode(const Genes& raw) const {
     switch (dec.kind) {
       case Decision::Kind::Shard: p.sharding[static_cast<int>(dec.op)] = allowed_shards(dec.op)[static_cast<std::size_t>(v)]; break;
       case Decision::Kind::Mapping: p.mapping = all_mappings()[static_cast<std::size_t>(v)]; break;
-      case Decision::Kind::MaxSeqs:  // the gene is per attention group; the engine limit is per replica
-        p.engine.max_seqs = max_seqs_values_[static_cast<std::size_t>(v)] * p.deg.attn_dp;
+      case Decision::Kind::MaxSeqs:  // the gene is per attention group: the engine's limit is too, or the replica's
+        p.engine.max_seqs = max_seqs_values_[static_cast<std::size_t>(v)] * (p.engine.rank_limits ? 1 : p.deg.attn_dp);
         break;
       case Decision::Kind::MaxBatchTokens:
         p.engine.max_batch_tokens = max_tokens_values_[static_cast<std::size_t>(v)];

@@ -1,6 +1,7 @@
 // sim/plan/engine.cpp — engine presets and the readers of engine settings.
 #include "sim/plan/engine.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -142,6 +143,10 @@ bool set_field(EngineSettings& e, const std::string& key, const std::string& v, 
   } else if (key == "policy") e.policy = parse_policy(v, source, field);
   else if (key == "preemption") e.preemption = parse_preemption(v, source, field);
   else if (key == "scheduler") e.scheduler = parse_scheduler(v, source, field);
+  else if (key == "limits") {
+    if (v != "rank" && v != "engine") throw InputError(source, field, "expected rank or engine (whose limits max_seqs and max_batch_tokens are with attention-DP), got \"" + v + "\"");
+    e.rank_limits = v == "rank";
+  }
   else if (key == "a2a") e.a2a = parse_a2a(v, source, field);
   else if (key == "allreduce") e.allreduce = parse_allreduce(v, source, field);
   else if (key == "kv_block") e.kv_block = static_cast<int>(parse_int_in(v, source, field, 1, 4096));
@@ -173,7 +178,7 @@ constexpr const char* kKeys[] = {"max_seqs",        "max_batch_tokens", "max_num
                                  "seq_overhead_us", "runtime_reserve_gb", "two_batch_overlap", "scheduler", "overlap_schedule",
                                  "a2a",             "comm_sms",         "prefix_cache",     "dispatch",
                                  "spec_tokens",     "spec_accept",      "kv_host_gb",       "weight_offload_gb",
-                                 "allreduce"};
+                                 "allreduce",       "limits"};
 
 // Replaces `e` by the preset `name`; the model's max_context survives.
 void apply_preset(EngineSettings& e, const std::string& name, const std::string& source, const std::string& field) {
@@ -198,6 +203,7 @@ std::string acceptance_text(const std::vector<double>& a) {
 std::vector<std::pair<std::string, std::string>> items(const EngineSettings& e) {
   return {{"max_seqs", std::to_string(e.max_seqs)},
           {"max_batch_tokens", std::to_string(e.max_batch_tokens)},
+          {"limits", e.rank_limits ? "rank" : "engine"},
           {"max_context", std::to_string(e.max_context)},
           {"prefill_chunk", std::to_string(e.prefill_chunk)},
           {"max_output", std::to_string(e.max_output)},
@@ -331,7 +337,7 @@ json engine_to_json(const EngineSettings& e) {
   json j;
   j["preset"] = e.preset;
   for (const auto& [k, v] : items(e)) {
-    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "a2a" || k == "allreduce" || k == "dispatch" || k == "spec_accept") j[k] = v;
+    if (k == "policy" || k == "preemption" || k == "scheduler" || k == "limits" || k == "a2a" || k == "allreduce" || k == "dispatch" || k == "spec_accept") j[k] = v;
     else if (k == "cuda_graphs") j[k] = e.cuda_graphs;
     else if (k == "prefix_cache") j[k] = e.prefix_cache;
     else if (k == "two_batch_overlap") j[k] = e.two_batch_overlap;
@@ -354,7 +360,20 @@ std::string engine_to_string(const EngineSettings& e) {
 
 int seqs_per_group(const EngineSettings& e, int attn_dp) {
   int a = attn_dp < 1 ? 1 : attn_dp;
-  return (e.max_seqs + a - 1) / a;
+  return e.rank_limits ? e.max_seqs : (e.max_seqs + a - 1) / a;
+}
+
+int tokens_per_group(const EngineSettings& e, int attn_dp) {
+  int a = attn_dp < 1 ? 1 : attn_dp;
+  return e.rank_limits ? e.max_batch_tokens : (e.max_batch_tokens + a - 1) / a;
+}
+
+long engine_seqs(const EngineSettings& e, int attn_dp) {
+  return e.rank_limits ? static_cast<long>(e.max_seqs) * std::max(1, attn_dp) : e.max_seqs;
+}
+
+long engine_tokens(const EngineSettings& e, int attn_dp) {
+  return e.rank_limits ? static_cast<long>(e.max_batch_tokens) * std::max(1, attn_dp) : e.max_batch_tokens;
 }
 
 }  // namespace shardsim

@@ -3,8 +3,8 @@
 // Owns: EngineSettings (batch limits, KV-memory budget, scheduler policy, CUDA graphs, host cost
 // per iteration), the named presets, and reading them from the compact plan string and from the
 // plan JSON's "engine" object (docs/plan-format.md, "Engine settings"). Every limit is per
-// **engine = one replica** (the dp-th part of the cluster), never per GPU; a replica with
-// attention-DP splits max_seqs evenly over its attention groups.
+// **engine = one replica** (the dp-th part of the cluster), never per GPU — except, with
+// attention-DP and `limits=rank`, max_seqs and max_batch_tokens, which are then each rank's.
 // Units: tokens, bytes, seconds. Thread-safety: value types and pure functions.
 #pragma once
 
@@ -57,8 +57,15 @@ enum class Dispatch { RoundRobin, PrefixAffinity, LeastLoaded };
 
 struct EngineSettings {
   std::string preset = "vllm";   // the preset the other fields started from
-  int max_seqs = 1024;           // concurrent sequences per engine (replica); attention-DP groups get an equal share
-  int max_batch_tokens = 8192;   // tokens per iteration per engine (max_num_tokens / max_num_batched_tokens)
+  int max_seqs = 1024;           // concurrent sequences per engine (replica), or per attention-DP rank (rank_limits)
+  int max_batch_tokens = 8192;   // tokens per iteration per engine, or per attention-DP rank (max_num_tokens / max_num_batched_tokens)
+  // With attention-DP, whose limits max_seqs and max_batch_tokens are. false (every preset): the
+  // engine's — its ranks share one token budget a step and split max_seqs evenly. true (plan key
+  // `limits=rank`): each rank's, with its own token budget, as vLLM (a core engine per DP rank)
+  // and TensorRT-LLM (an executor per attention-DP rank) apply --max-num-seqs / max_batch_size and
+  // the token budget; SGLang divides its limits by the DP size instead. docs/engines.md "Limits
+  // per attention-DP rank" says why the presets do not turn it on yet.
+  bool rank_limits = false;
   int max_context = 8192;        // longest prompt + output admitted, tokens
   int prefill_chunk = 8192;      // chunked prefill: largest prompt chunk per iteration; 0 = whole prompts only
   int max_output = 0;            // Reserve: output tokens reserved per request; 0 = max_context − prompt
@@ -147,7 +154,13 @@ json engine_to_json(const EngineSettings& e);
 // Compact-string items: "engine=NAME" unless it is the default preset, then the fields that differ
 // from the preset's (max_context aside), e.g. "engine=trtllm,max_seqs=896"; "" for the plain default.
 std::string engine_to_string(const EngineSettings& e);
-// Sequences one attention group may run: ⌈max_seqs / attn_dp⌉.
+// With `attn_dp` attention groups (rank_limits above): the sequences one group may run and the
+// tokens one group's step may hold at most — max_seqs and max_batch_tokens with rank limits,
+// ⌈· / attn_dp⌉ of them without (the ranks then share the engine's budget) — and the whole
+// engine's: the group's × attn_dp with rank limits, max_seqs and max_batch_tokens without.
 int seqs_per_group(const EngineSettings& e, int attn_dp);
+int tokens_per_group(const EngineSettings& e, int attn_dp);
+long engine_seqs(const EngineSettings& e, int attn_dp);
+long engine_tokens(const EngineSettings& e, int attn_dp);
 
 }  // namespace shardsim

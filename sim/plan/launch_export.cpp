@@ -63,18 +63,23 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
   if (s.max_output > 0) lose("max_output: a client's max_tokens, not a server setting");
 
   // vLLM and TensorRT-LLM run one scheduler per attention-DP rank with the whole limits each (vLLM:
-  // a core engine per DP rank; TensorRT-LLM: an executor per rank), where a plan's max_seqs and
-  // max_batch_tokens are the engine's: each rank gets its share (SGLang divides them itself).
+  // a core engine per DP rank; TensorRT-LLM: an executor per rank): a plan's max_seqs and
+  // max_batch_tokens that are the engine's (the presets') give each rank its share; a plan's that
+  // are each rank's (limits=rank) are written as they are. SGLang divides the engine's itself.
   const int ranks = std::max(1, d.attn_dp);
   auto per_rank = [&](int engine_value, const char* key) {
+    if (s.rank_limits) return engine_value;
     if (ranks > 1 && engine_value % ranks != 0)
       lose(std::string(key) + "=" + launch_num(engine_value) + " is not a multiple of attn_dp=" + launch_num(ranks) +
            ": each rank gets it rounded up");
     return (engine_value + ranks - 1) / ranks;
   };
-  if (ranks > 1 && e != LaunchEngine::Sglang)
+  if (ranks > 1 && e != LaunchEngine::Sglang && !s.rank_limits)
     lose("max_seqs / max_batch_tokens: written per attention-DP rank (the plan's ÷ " + launch_num(ranks) +
-         "), as the engine applies them; the simulation shares one token budget across the ranks");
+         "), as the engine applies them; the simulation shares one token budget across the ranks (limits=rank gives each its own)");
+  if (ranks > 1 && e == LaunchEngine::Sglang && s.rank_limits)
+    lose("limits=rank: SGLang divides its limits by the DP size, so the plan's per-rank max_seqs / max_batch_tokens are written for the engine (× " +
+         launch_num(ranks) + ")");
   if (e == LaunchEngine::Vllm) {
     add("tensor-parallel-size", launch_num(d.tp));
     if (d.pp > 1) add("pipeline-parallel-size", launch_num(d.pp));
@@ -133,8 +138,8 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
         add("deepep-mode", s.a2a == A2aKernel::PerNode ? "normal" : "auto");
       }
     }
-    add("max-running-requests", launch_num(s.max_seqs));
-    add("max-prefill-tokens", launch_num(s.max_batch_tokens));
+    add("max-running-requests", launch_num(engine_seqs(s, ranks)));
+    add("max-prefill-tokens", launch_num(engine_tokens(s, ranks)));
     add("chunked-prefill-size", launch_num(s.prefill_chunk > 0 ? s.prefill_chunk : -1));
     add("context-length", launch_num(s.max_context));
     if (s.kv_budget == KvBudget::TotalFraction) add("mem-fraction-static", launch_num(s.kv_fraction));

@@ -83,8 +83,9 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
   const double wb = bytes_of(plan.dtypes.weights), ab = bytes_of(plan.dtypes.activations),
                kb = bytes_of(plan.dtypes.kv);
   const double h = m.hidden;
-  const double tokens = plan.engine.max_batch_tokens;
-  const double t_attn = std::ceil(tokens / std::max(d.attn_dp, 1));
+  // A step's tokens in the whole engine and in one attention-DP rank (engine.hpp, rank_limits).
+  const double tokens = static_cast<double>(engine_tokens(plan.engine, d.attn_dp));
+  const double t_attn = tokens_per_group(plan.engine, d.attn_dp);
   const double kv_layer = kv_elems_per_gpu(plan, m) * kb;
 
   // Activations of one layer: residual + normed input, q/k/v/out, and the FFN or expert
@@ -162,7 +163,7 @@ MemoryReport plan_memory(const Plan& plan, const ModelSpec& m, const Cluster& cl
   const StageMemory& w = r.worst();
   r.usable = w.usable;
   r.kv_one_seq = w.kv_per_token * plan.engine.max_context;
-  r.kv_at_limits = r.kv_one_seq * plan.engine.max_seqs;
+  r.kv_at_limits = r.kv_one_seq * seqs_per_group(plan.engine, d.attn_dp);  // (a GPU holds its attention group's)
   r.headroom = best_room;
   r.kv_capacity_tokens = w.kv_per_token > 0 ? std::max(0.0, (r.usable - w.static_bytes()) / w.kv_per_token) : 0;
   r.fits = r.headroom >= 0;

@@ -41,7 +41,7 @@ struct MemoryReport {
   std::vector<StageMemory> stages;
   int worst_stage = 0;            // the stage with the least KV room
   double kv_one_seq = 0;          // KV of one max_context sequence on the worst stage, bytes
-  double kv_at_limits = 0;        // KV of max_seqs × max_context sequences on the worst stage
+  double kv_at_limits = 0;        // KV of one attention group's max_seqs × max_context sequences on a GPU of the worst stage
   double kv_capacity_tokens = 0;  // tokens of context one attention-DP group can hold (worst stage)
   double headroom = 0;            // usable − (static + kv_one_seq) on the worst stage; < 0 = overflow
   bool fits = false;

@@ -186,7 +186,7 @@ PlanCheck check_pool(const Plan& plan, const ModelSpec& m, const Cluster& cluste
                                   " per GPU (weights, activations, buffers, KV of one " + s(b.max_context) +
                                   "-token sequence) but " + gb(mem.usable) + " is usable: over by " + gb(-mem.headroom)});
     else if (mem.kv_at_limits > mem.usable - mem.worst().static_bytes())
-      r.notes.push_back("KV cache for max_seqs=" + s(b.max_seqs) + " full-length sequences needs " +
+      r.notes.push_back("KV cache for max_seqs=" + s(b.max_seqs) + (plan.deg.attn_dp > 1 && b.rank_limits ? " per rank" : "") + " full-length sequences needs " +
                         gb(mem.kv_at_limits) + " per GPU; " + gb(mem.usable - mem.worst().static_bytes()) +
                         " is left, so admission is limited by KV capacity (" +
                         s(static_cast<long long>(mem.kv_capacity_tokens)) + " tokens per attention group)");

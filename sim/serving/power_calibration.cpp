@@ -95,7 +95,7 @@ PowerFit::Row measure_power_run(const PowerRun& run, const std::string& source, 
   const ServingResult r = serve_with ? serve_with(plan, model, cluster, run.cluster, trace, routing.get(), so)
                                      : serve(plan, model, cluster, trace, routing.get(), AnalyticExecutor(cluster), so);
   std::string why;
-  const int max_seqs = plan.engine.max_seqs * std::max(1, plan.deg.dp);
+  const int max_seqs = static_cast<int>(engine_seqs(plan.engine, plan.deg.attn_dp) * std::max(1, plan.deg.dp));
   if (!power_window(r, max_seqs, plan.deg.gpus(), plan.deg.dp, cluster.gpu(), row.window, why))
     throw InputError(source, where, why);
   return row;

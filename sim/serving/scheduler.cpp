@@ -68,25 +68,39 @@ Seq& Scheduler::victim(int g, std::vector<Seq>& running) const {
 
 void Scheduler::take(std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
                      bool block_chunks) const {
-  int budget = eng_.max_batch_tokens;
+  // Each rank's own token budget (limits=rank: each rank's scheduler fills its own, docs/engines.md
+  // "Limits per attention-DP rank"), or one the engine's ranks share (slot 0); `open`: the rank
+  // (or the engine) still takes prompt work this step.
+  const int slots = eng_.rank_limits ? groups_ : 1;
+  const int per = eng_.max_batch_tokens;
+  budget_.assign(static_cast<std::size_t>(slots), per);
+  open_.assign(static_cast<std::size_t>(slots), 1);
+  auto slot = [&](const Seq& s) { return eng_.rank_limits ? static_cast<std::size_t>(s.group) : std::size_t{0}; };
   if (decode)
     for (auto& s : running) {
       if (s.prefilling()) continue;
-      if (budget <= 0) break;
+      int& budget = budget_[slot(s)];
+      if (budget <= 0) continue;
       add_decode(s, batch, work);
       budget -= 1 + eng_.spec_tokens;
     }
   if (prefill)
     for (auto& s : running) {  // in admission order
-      if (!s.prefilling() || budget <= 0) continue;
+      const std::size_t g = slot(s);
+      int& budget = budget_[g];
+      if (!s.prefilling() || budget <= 0 || !open_[g]) continue;
       int remaining = s.prompt - s.prefilled;
       int chunk = remaining;
       if (eng_.prefill_chunk > 0) {
         chunk = std::min({remaining, eng_.prefill_chunk, budget});
         if (block_chunks && chunk < remaining) chunk -= chunk % std::max(1, eng_.kv_block);  // whole blocks when cut
-        if (chunk <= 0) break;
-      } else if (chunk > budget && !work.empty()) {
-        break;  // whole prompts only: the first that does not fit ends the step's prompts (head of line)
+        if (chunk <= 0) {
+          open_[g] = 0;
+          continue;
+        }
+      } else if (chunk > budget && budget < per) {
+        open_[g] = 0;  // whole prompts only: the first that does not fit ends the rank's prompts (head of line)
+        continue;      // (the first work of a rank's step, or of the engine's, always runs)
       }
       add_chunk(s, chunk, batch, work);
       budget -= chunk;
@@ -137,7 +151,7 @@ class TrtllmScheduler : public Scheduler {
 class SglangScheduler : public Scheduler {
  public:
   SglangScheduler(const EngineSettings& e, int groups)
-      : Scheduler(e), groups_(std::max(1, groups)), round_(static_cast<std::size_t>(groups_), 0.0) {
+      : Scheduler(e, groups), round_(static_cast<std::size_t>(groups_), 0.0) {
     // init 0.7 × schedule_conservativeness (× 0.3 under DP attention), floor init × 0.14,
     // reached in 600 decode steps.
     init_ = 0.7 * (groups_ > 1 ? 0.3 : 1.0);
@@ -146,7 +160,7 @@ class SglangScheduler : public Scheduler {
     ratio_ = init_;
     // The engine's token budget shared by its ranks, each rank's chunk at most prefill_chunk
     // (SGLang divides chunked_prefill_size by the DP size; a validated run states its per-GPU batch).
-    const int share = e.max_batch_tokens / groups_;
+    const int share = e.rank_limits ? e.max_batch_tokens : e.max_batch_tokens / groups_;
     chunk_ = std::max(1, e.prefill_chunk > 0 ? std::min(e.prefill_chunk, share) : share);
   }
 
@@ -229,7 +243,6 @@ class SglangScheduler : public Scheduler {
   void on_idle() override { ratio_ = init_; }
 
  private:
-  int groups_;
   double init_ = 0, min_ = 0, decay_ = 0, ratio_ = 0;
   int chunk_ = 1;                 // prompt tokens per rank per step
   std::vector<double> round_;     // per group: the admitted-this-round requests' reserve beyond the ratio's
@@ -240,10 +253,10 @@ class SglangScheduler : public Scheduler {
 std::unique_ptr<Scheduler> make_scheduler(const EngineSettings& e, int groups) {
   switch (e.scheduler) {
     case SchedulerKind::Sglang: return std::make_unique<SglangScheduler>(e, groups);
-    case SchedulerKind::Trtllm: return std::make_unique<TrtllmScheduler>(e);
+    case SchedulerKind::Trtllm: return std::make_unique<TrtllmScheduler>(e, groups);
     case SchedulerKind::Vllm: break;
   }
-  return std::make_unique<VllmScheduler>(e);
+  return std::make_unique<VllmScheduler>(e, groups);
 }
 
 }  // namespace shardsim

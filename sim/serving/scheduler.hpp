@@ -18,6 +18,7 @@
 // compose() returns. Thread-safety: one scheduler per replica run.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <span>
@@ -64,7 +65,7 @@ using StepWork = std::vector<std::pair<Seq*, int>>;
 
 class Scheduler {
  public:
-  explicit Scheduler(const EngineSettings& e) : eng_(e) {}
+  Scheduler(const EngineSettings& e, int groups) : eng_(e), groups_(std::max(1, groups)) {}
   virtual ~Scheduler() = default;
 
   // KV tokens a sequence must hold when it is admitted (the engine's KV policy).
@@ -105,10 +106,11 @@ class Scheduler {
   virtual void on_idle() {}
 
  protected:
-  // Decode tokens first, then prompt work in admission order, within max_batch_tokens: chunks of
-  // prefill_chunk (`block_chunks`: a chunk cut short is cut to whole KV blocks), or whole prompts
-  // when it is 0, where the first prompt that does not fit ends the step's prompts (the first of
-  // a step always runs); `decode`/`prefill` select the kinds taken.
+  // Decode tokens first, then prompt work in admission order, each attention-DP rank within its
+  // own token budget (tokens_per_group): chunks of prefill_chunk (`block_chunks`: a chunk cut
+  // short is cut to whole KV blocks), or whole prompts when it is 0, where the first prompt that
+  // does not fit ends the rank's prompts (the first work of a rank's step always runs);
+  // `decode`/`prefill` select the kinds taken.
   void take(std::span<Seq> running, ReplicaBatch& batch, StepWork& work, bool decode, bool prefill,
             bool block_chunks) const;
   // Whether group g can take `s` now: a free slot, room for `need`, and its own group when its KV
@@ -129,6 +131,9 @@ class Scheduler {
   static void add_chunk(Seq& s, int chunk, ReplicaBatch& batch, StepWork& work);
 
   const EngineSettings& eng_;
+  int groups_;  // attention-DP groups of the replica
+  mutable std::vector<int> budget_;  // take()'s per-rank token budgets and open flags (reused)
+  mutable std::vector<char> open_;
 };
 
 // The scheduler EngineSettings::scheduler names, for a replica of `groups` attention-DP groups.

@@ -92,6 +92,7 @@ class ReplicaSim {
         ex_(ex),
         opt_(opt), kv_capacity_(mem.kv_capacity_tokens), kv_bytes_per_token_(mem.worst().kv_per_token), out_(out),
         groups_(plan.deg.attn_dp), engines_(plan.deg.pp), group_seqs_(seqs_per_group(plan.engine, plan.deg.attn_dp)),
+        group_tokens_(tokens_per_group(plan.engine, plan.deg.attn_dp)),
         kv_used_(static_cast<std::size_t>(groups_), 0), seqs_in_group_(static_cast<std::size_t>(groups_), 0),
         seqs_in_engine_(static_cast<std::size_t>(engines_), 0), ready_(static_cast<std::size_t>(engines_), 0.0),
         stage_free_(static_cast<std::size_t>(engines_), 0.0), stage_busy_(static_cast<std::size_t>(engines_), 0.0),
@@ -556,7 +557,7 @@ class ReplicaSim {
     const bool recording = timeline_pending();  // no fast-forward past or through recorded steps
     const ShapeKey& last_key = costs_.last_key();
     // (speculative decoding emits a varying number of tokens a step: every step is built)
-    if (!opt_.fast_forward || !costs_.memoises() || recording || !all_decode || seqs > eng_.max_batch_tokens ||
+    if (!opt_.fast_forward || !costs_.memoises() || recording || !all_decode || seqs > engine_tokens(eng_, groups_) ||
         eng_.spec_tokens > 0)
       return;
     std::vector<double> n(static_cast<std::size_t>(groups_), 0), c(static_cast<std::size_t>(groups_), 0);
@@ -569,7 +570,8 @@ class ReplicaSim {
       min_left = std::min<long>(min_left, x.output - x.generated);
       ++total;
     }
-    if (total == 0 || total > eng_.max_batch_tokens) return;
+    // (the decode tokens within the token budgets — each rank's own, or the engine's: the step held them all)
+    if (total == 0 || (eng_.rank_limits ? *std::max_element(n.begin(), n.end()) > group_tokens_ : total > eng_.max_batch_tokens)) return;
     auto key_after = [&](long m) {  // the key of the m-th next step
       double sums[3] = {0, 0, 0}, maxs[3] = {0, 0, 0};
       for (int g = 0; g < groups_; ++g) {
@@ -872,7 +874,7 @@ class ReplicaSim {
   double kv_capacity_;
   double kv_bytes_per_token_;   // per GPU, the worst stage: what a swap moves per token
   ServingResult& out_;
-  int groups_, engines_, group_seqs_;
+  int groups_, engines_, group_seqs_, group_tokens_;
   std::vector<PrefixCache> prefix_;  // per attention group, when the engine caches prefixes and the trace has them
   std::vector<long> kv_used_;
   std::vector<int> seqs_in_group_, seqs_in_engine_;

@@ -370,7 +370,7 @@ int main(int argc, char** argv) {
   const bool only_analytic = first == "analytic" || (argc > 2 && std::string(argv[2]) == "analytic");
   const bool only_capacity = first == "capacity";
   if (!first.empty() && first != "analytic" && first != "capacity" && first.find_first_not_of("0123456789") != std::string::npos) {
-    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | capacity [FILTER] | accuracy [FILTER] | search | objective [PLANS [PROBLEMS]]\n");
+    std::fprintf(stderr, "usage: shardsim_bench [N [analytic]] | analytic | capacity [FILTER [ITEMS]] | accuracy [FILTER] | search | objective [PLANS [PROBLEMS]]\n");
     return 2;
   }
   int requests = !first.empty() && first != "analytic" && first != "capacity" ? std::atoi(first.c_str()) : 1000;
@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
                                     "tp=4,attn_dp=4,ep=16,dp=4",   "tp=1,attn_dp=64,ep=64",       "tp=8,ep=8,pp=8"};
   if (only_capacity && argc > 2)  // capacity FILTER: only the plans whose text holds FILTER
     std::erase_if(texts, [&](const std::string& x) { return x.find(argv[2]) == std::string::npos; });
+  if (only_capacity && argc > 3)  // capacity FILTER ITEMS: ITEMS (",limits=rank") added to each plan
+    for (auto& x : texts) x += argv[3];
   std::printf("analytic scoring: deepseek-v3 on dgx-h100:8, %d Azure requests, synthetic routing\n", requests);
   std::vector<double> ms = score_plans(m, c, t, routing.get(), texts, false);
   double total = 0;

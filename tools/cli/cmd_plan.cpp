@@ -109,8 +109,9 @@ void run_check(const PlanOptions& o) {
       << " activations=" << to_string(plan.dtypes.activations) << " kv=" << to_string(plan.dtypes.kv) << "\n";
   out << "          " << plan.dtypes.describe() << "\n";
   const EngineSettings& e = plan.engine;
-  out << "engine    " << e.preset << ": max_seqs=" << e.max_seqs << " per replica (engine), max_batch_tokens="
-      << e.max_batch_tokens << " per iteration, max_context=" << e.max_context << ", prefill_chunk="
+  const char* whose = plan.deg.attn_dp > 1 && e.rank_limits ? " per attention-DP rank" : " per replica (engine)";
+  out << "engine    " << e.preset << ": max_seqs=" << e.max_seqs << whose << ", max_batch_tokens="
+      << e.max_batch_tokens << " per iteration" << (plan.deg.attn_dp > 1 && e.rank_limits ? " per rank" : "") << ", max_context=" << e.max_context << ", prefill_chunk="
       << (e.prefill_chunk > 0 ? std::to_string(e.prefill_chunk) : std::string("off")) << "\n          KV "
       << (e.kv_budget == KvBudget::FreeFraction ? "kv_free_fraction=" : "mem_util=") << e.kv_fraction << ", policy "
       << to_string(e.policy) << ", CUDA graphs " << (e.cuda_graphs ? "on" : "off") << ", host "

@@ -112,7 +112,7 @@ std::vector<double> sweep_loads_of(const SweepOptions& opt, const Plan& plan, do
   if (list != "auto" && !list.empty()) return parse_list(list, closed ? "--clients" : "--rates", closed);
   std::vector<double> loads;
   if (closed) {
-    const double top = std::min<double>(requests, 2.0 * plan.engine.max_seqs * plan.deg.dp);
+    const double top = std::min<double>(requests, 2.0 * static_cast<double>(engine_seqs(plan.engine, plan.deg.attn_dp)) * plan.deg.dp);
     for (double c = 1; c <= top; c *= 2) loads.push_back(c);
     return loads;
   }

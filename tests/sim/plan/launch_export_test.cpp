@@ -135,6 +135,17 @@ TEST_CASE("export: vLLM and TensorRT-LLM get the limits per attention-DP rank, S
     CHECK(back.engine.max_batch_tokens == 131072);
     CHECK(back.engine.prefill_chunk == 8192);
   }
+  // A plan whose limits are each rank's (limits=rank) is written as it is to vLLM and TensorRT-LLM,
+  // and times the ranks to SGLang, which divides them.
+  const Plan k = load_plan("tp=1,attn_dp=16,ep=16,dp=2,max_seqs=64,max_batch_tokens=4096,prefill_chunk=4096,engine=vllm,limits=rank", m, c);
+  const LaunchExport kv = export_launch(k, m, c, LaunchEngine::Vllm, "x", LaunchLoad{});
+  CHECK(file(kv, "vllm.yaml").text.find("max-num-seqs: 64\n") != std::string::npos);
+  CHECK(file(kv, "vllm.yaml").text.find("max-num-batched-tokens: 4096\n") != std::string::npos);
+  CHECK(!mentions(kv, "max_seqs / max_batch_tokens"));
+  CHECK(file(export_launch(k, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "trtllm.yaml").text.find("max_batch_size: 64\n") != std::string::npos);
+  const LaunchExport kg = export_launch(k, m, c, LaunchEngine::Sglang, "x", LaunchLoad{});
+  CHECK(file(kg, "sglang.yaml").text.find("max-running-requests: 1024\n") != std::string::npos);
+  CHECK(mentions(kg, "limits=rank"));
   CHECK(mentions(export_launch(p, m, c, LaunchEngine::Vllm, "x", LaunchLoad{}), "prefill_chunk=8192 exceeds max-num-batched-tokens=512 per DP rank"));
   CHECK(mentions(export_launch(p, m, c, LaunchEngine::Trtllm, "x", LaunchLoad{}), "prefill_chunk=8192: TensorRT-LLM chunks a prompt by max_num_tokens (512 per attention-DP rank)"));
 }

@@ -2,6 +2,9 @@
 // host costs, and the steady-state window.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "sim/step/analytic_executor.hpp"
 #include "sim/step/lowering.hpp"
 #include "sim/serving/metrics.hpp"
@@ -317,4 +320,48 @@ TEST_CASE("scheduler: vLLM admits nobody in a step that preempted, admission-fir
   };
   CHECK(steps("vllm") == 0);
   CHECK(steps("trtllm") > 0);  // admission first: a step can admit and then preempt
+}
+
+TEST_CASE("scheduler: limits=rank gives every attention-DP rank its own sequences and token budget, as vLLM's and TensorRT-LLM's per-rank schedulers do") {
+  // Mixtral-8x7B, eight attention-DP ranks on one node; 64 prompts of 1,000 tokens at once.
+  ModelSpec m = load_model("mixtral-8x7b");
+  Cluster c = load_cluster("dgx-h100:1");
+  RequestTrace t = load_request_trace("synthetic:n=64,prompt=fixed:1000,output=fixed:8,seed=3");
+  auto peak_step = [&](const std::string& limits, const std::string& sched) {
+    Plan p = plan_from_string("tp=1,ep=8,attn_dp=8,max_seqs=4,max_batch_tokens=1000,prefill_chunk=1000,scheduler=" + sched + limits,
+                              8, plan_defaults(m));
+    AnalyticExecutor ex(c);
+    ServingOptions o;
+    o.offline = true;
+    o.timeline_steps = 1000;
+    ServingResult r = serve(p, m, c, t, nullptr, ex, o);
+    int tokens = 0, running = 0;
+    for (const auto& s : r.timeline_steps) {
+      tokens = std::max(tokens, s.prefill_tokens + s.decode_tokens);
+      running = std::max(running, s.running);
+    }
+    return std::pair{tokens, running};
+  };
+  for (const std::string sched : {"vllm", "trtllm"}) {
+    CAPTURE(sched);
+    // The engine's limits: the ranks share 1,000 tokens a step and 4 sequences (one each, rounded up).
+    auto [tokens_engine, running_engine] = peak_step("", sched);
+    CHECK(tokens_engine <= 1000);
+    CHECK(running_engine <= 8);
+    // Each rank's: 1,000 tokens and 4 sequences per rank, 8,000 and 32 in the engine.
+    auto [tokens_rank, running_rank] = peak_step(",limits=rank", sched);
+    CHECK(tokens_rank > 1000);
+    CHECK(tokens_rank <= 8000);
+    CHECK(running_rank > 8);
+    CHECK(running_rank <= 32);
+  }
+  // The helpers say the same.
+  Plan p = plan_from_string("tp=1,ep=8,attn_dp=8,max_seqs=4,max_batch_tokens=1000,limits=rank", 8, plan_defaults(m));
+  CHECK(seqs_per_group(p.engine, 8) == 4);
+  CHECK(tokens_per_group(p.engine, 8) == 1000);
+  CHECK(engine_seqs(p.engine, 8) == 32);
+  CHECK(engine_tokens(p.engine, 8) == 8000);
+  p.engine.rank_limits = false;
+  CHECK(seqs_per_group(p.engine, 8) == 1);
+  CHECK(engine_seqs(p.engine, 8) == 4);
 }
