@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -282,15 +283,23 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     c.note = "no completions in the saturated run";
     return c;
   }
-  // Every probe replays the whole trace at least, and as many requests as the backlog needed to
-  // turn its batches over `min_turnovers` times in its window: a queue near the capacity builds
-  // slowly, so a shorter probe would pass rates the trace's own replay fails — and the probe's
-  // length does not depend on where the search started. (The backlog's further extension buys
-  // its rate's precision, which a probe's pass or fail does not need.)
-  const long long_enough = c.saturated.turnover_requests > 0 ? c.saturated.turnover_requests : c.saturated.requests;
-  const long probe_n = std::min(opt.max_requests, std::max(long_enough, static_cast<long>(population.requests.size())));
-  c.probe_requests = probe_n;
-  const RequestTrace sample = capacity_sample(population, probe_n, opt.seed, true);
+  // Every probe replays the whole trace (what the trace's own replay is judged on), and a probe
+  // that meets the goal must also have turned its own batch over `min_turnovers` times — its
+  // completions over the mean number of sequences it held, less the batch that fills and the one
+  // that drains, as a backlog's window counts them —, since a queue near the capacity
+  // builds over turnovers: a passing probe that lacks them is replayed longer at the same rate
+  // (by what it lacks, a quarter more), and that verdict counts. At the SLO's rates a plan holds
+  // far fewer sequences than its saturated batch, so the whole Azure trace is rarely extended; a
+  // short trace against a large batch is.
+  const long trace_n = std::min(opt.max_requests, std::max(16L, static_cast<long>(population.requests.size())));
+  std::map<long, RequestTrace> samples;  // by length: the trace in its order first, then shuffled passes
+  auto sample_of = [&](long n) -> const RequestTrace& {
+    auto it = samples.find(n);
+    if (it == samples.end()) it = samples.emplace(n, capacity_sample(population, n, opt.seed, true)).first;
+    return it->second;
+  };
+  c.probe_requests = trace_n;
+  const RequestTrace& sample = sample_of(trace_n);
   double mean_output = 0;
   for (const auto& q : sample.requests) mean_output += std::max(1, q.output_tokens);
   mean_output /= std::max<std::size_t>(1, sample.requests.size());
@@ -308,8 +317,8 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
   // goal too, on its own — as the trace's replay is judged, its bursts undiluted by the stationary
   // passes after it (which only add load to its tail).
   const std::size_t first_n = (population.requests.size() + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);  // of the share
-  auto probe = [&](double rate, Metrics& judged) {
-    const RequestTrace t = share_of(at_rate(sample, rate, opt.arrivals, opt.seed), k);
+  auto probe_n = [&](double rate, long n, Metrics& judged, double& turnovers) {
+    const RequestTrace t = share_of(at_rate(sample_of(n), rate, opt.arrivals, opt.seed), k);
     const double half = t.requests[t.requests.size() / 2].arrival_s;
     const double first_end = first_n < t.requests.size() ? t.requests[first_n].arrival_s : INFINITY;
     ServingOptions po = so;
@@ -321,7 +330,7 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     for (const auto& q : r.requests) admitted += q.admitted >= 0 ? 1 : 0;  // a stopped probe: up to its stop
     c.simulated_requests += admitted;
     c.executed_steps += r.breakdown.executed_steps;
-    c.probe_log.push_back({rate, false, r.stopped_early, whole.completed, NAN, admitted, r.breakdown.executed_steps});
+    c.probe_log.push_back({rate, false, r.stopped_early, whole.completed, NAN, admitted, r.breakdown.executed_steps, false, n});
     if (r.stopped_early) return false;
     if (r.rejected_any || whole.completed < whole.requests) return false;
     // The metrics of the requests whose arrival passes `keep`, as the plan's.
@@ -344,7 +353,31 @@ SloCapacity capacity_under_slo(const CapacityServe& serve, const RequestTrace& p
     }
     c.probe_log.back().met = met;
     if (met) c.probe_log.back().load = load;
+    // Its own batch's turnovers, as a backlog's window counts them: completions over the mean batch
+    // (Little's law: the sequence-seconds held ÷ the span they were served in), less the batch that
+    // fills and the one that drains.
+    double held = 0, from = INFINITY, to = 0, done = 0;
+    for (const auto& q : r.requests) {
+      if (q.admitted < 0 || !q.completed) continue;
+      done += 1;
+      held += q.finish - q.admitted;
+      from = std::min(from, q.admitted);
+      to = std::max(to, q.finish);
+    }
+    turnovers = held > 0 ? done * (to - from) / held - 2 : INFINITY;
     return met;
+  };
+  auto probe = [&](double rate, Metrics& judged) {
+    for (long n = trace_n;;) {
+      double turnovers = 0;
+      if (!probe_n(rate, n, judged, turnovers)) return false;
+      if (turnovers >= opt.min_turnovers || n >= opt.max_requests) return true;
+      c.probe_log.back().extended = true;  // re-judged on the longer probe that follows
+      c.probe_log.back().met = false;
+      n = std::min(opt.max_requests, static_cast<long>(std::ceil(static_cast<double>(n) * 1.25 * (opt.min_turnovers + 2) /
+                                                                 std::max(turnovers + 2, 1e-3))));
+      c.probe_requests = std::max(c.probe_requests, n);
+    }
   };
   // Geometric bisection between the highest rate met and the lowest missed, to rel_tol.
   auto bisect = [&] {

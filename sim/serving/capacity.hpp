@@ -26,8 +26,10 @@
 // they lack, not doubling): its interval is narrowed to ±`rel_halfwidth` only when the bound
 // itself meets the goal (then it is the figure: the converged rate is used, probed first if it is
 // higher) or when the caller reports it (`converge_saturated`); the probes never depend on it.
-// Each probe replays the whole trace, or as many requests as the backlog needed for `min_turnovers`
-// turnovers in its window when that is more (up to `max_requests`), and meets the goal only when
+// Each probe replays the whole trace (at least 16 requests, at most `max_requests`); one that meets
+// the goal without turning its own batch over `min_turnovers` times (completions over the mean
+// number of sequences it held) is replayed longer at the same rate, up to `max_requests`, and that
+// verdict counts. A probe meets the goal only when
 // all its requests meet it and so do those that arrived in the second half of its arrivals (a
 // queue that grows slowly shows there as a tail) and, in a probe longer than the trace, the
 // trace's own first pass on its own (its bursts, as the trace's replay meets them, are not diluted
@@ -128,6 +130,8 @@ struct SloCapacity {
     double load = NAN;  // met: the share of the goal it used (SloGoal::load; the largest of its whole run's, its second half's and its first trace pass's)
     long simulated = 0;  // what it cost: requests admitted (its replica's share; a stopped one's up to its stop)
     long executed = 0;   //   and steps executed
+    bool extended = false;  // it met the goal without turning its batch over min_turnovers times: re-judged on the next, longer probe
+    long requests = 0;      // its length: requests of the sample replayed (before a replica's share)
   };
   bool feasible = false;          // some probed rate met the goal
   double bound = 0;               // req/s: the saturated rate the search started from (its first probe)
@@ -135,7 +139,7 @@ struct SloCapacity {
   double min_failing = 0;         // the lowest probed rate above it that did not (0: none did)
   bool at_saturation = false;     // the saturated rate itself met the goal (the capacity is the plan's throughput)
   double output_tok_s = 0;        // rate × the sample's mean output tokens
-  long probe_requests = 0;        // requests per probe
+  long probe_requests = 0;        // requests per probe (the longest, when a passing probe was extended for its turnovers)
   long simulated_requests = 0;    // what the probes cost: requests admitted (a stopped one's up to its stop; one replica's share when replicas > 1)
   long executed_steps = 0;        //   and steps executed (the saturated runs' are in `saturated`)
   std::vector<Probe> probe_log;   // every probe, in order

@@ -224,15 +224,16 @@ static void bench_capacity(const ModelSpec& m, const Cluster& c, const RequestTr
                 cap.executed_steps + cap.saturated.executed_steps);
     // Where its simulated requests went: the backlog runs, the probes that met the goal (each runs
     // whole) and those that missed it (most stop as soon as their misses decide it); then the probes
-    // in order: rate, + met / x stopped / - missed at the end, the requests each admitted, and for
+    // in order: rate, + met / e met with too few turnovers, replayed longer / x stopped / - missed at
+    // the end, the requests each admitted, and for
     // one that met, the share of the goal it used (how far the bisection still had to climb).
     long met = 0, missed = 0;
-    for (const auto& pr : cap.probe_log) (pr.met ? met : missed) += pr.simulated;
+    for (const auto& pr : cap.probe_log) (pr.met || pr.extended ? met : missed) += pr.simulated;
     std::printf("    simulated: %ld in %d backlog runs, %ld in probes that met, %ld in probes that missed; probes:",
                 cap.saturated.simulated_requests, cap.saturated.runs, met, missed);
     for (const auto& pr : cap.probe_log) {
-      std::printf(" %.1f%s%ld", pr.rate, pr.met ? "+" : pr.stopped ? "x" : "-", pr.simulated);
-      if (pr.met) std::printf("(%.2f)", pr.load);
+      std::printf(" %.1f%s%ld", pr.rate, pr.met ? "+" : pr.extended ? "e" : pr.stopped ? "x" : "-", pr.simulated);
+      if (pr.met || pr.extended) std::printf("(%.2f)", pr.load);
     }
     std::printf("\n");
     totals[0] += cap.saturated.simulated_requests;

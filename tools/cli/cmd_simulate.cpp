@@ -322,33 +322,37 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
     o << "  probes       ";
     for (std::size_t i = 0; i < c.probe_log.size(); ++i) {
       const auto& p = c.probe_log[i];
-      o << (i > 0 ? ", " : "") << readable(p.rate, 3) << (p.met ? " met" : " missed");
+      o << (i > 0 ? ", " : "") << readable(p.rate, 3) << (p.met ? " met" : p.extended ? " met, too few turnovers" : " missed");
       if (p.stopped) o << " (stopped, " << readable(static_cast<double>(p.finished)) << " finished)";
+      if (i > 0 && c.probe_log[i - 1].extended) o << " (" << readable(static_cast<double>(p.requests)) << " requests)";
     }
     o << " — req/s, in order, from the bound (the saturated rate once its window held 3 turnovers";
     if (c.bound != t.request_s) o << "; narrowed since to " << readable(t.request_s, 3);
-    o << "); each probe " << readable(static_cast<double>(c.probe_requests)) << " requests";
-    if (t.replicas > 1)
-      o << " (replica 0's share of " << readable(static_cast<double>(c.probe_requests / t.replicas)) << " simulated)";
-    o << "\n";
+    o << "); each probe the trace's " << readable(static_cast<double>(c.probe_log.front().requests)) << " requests";
+    if (t.replicas > 1) o << " (replica 0's share simulated)";
+    o << ", replayed longer at the same rate where one met the goal but its batch turned over fewer than 3 times\n";
   }
   long met_requests = 0;  // the probes that met the goal ran whole; those that missed stopped or failed on the way
-  for (const auto& p : c.probe_log) met_requests += p.met ? p.simulated : 0;
+  for (const auto& p : c.probe_log) met_requests += p.met || p.extended ? p.simulated : 0;
   o << "  cost         " << c.runs() << " runs simulated " << readable(static_cast<double>(c.simulated_requests + t.simulated_requests))
     << " requests (" << readable(static_cast<double>(t.simulated_requests)) << " in the backlog runs, "
     << readable(static_cast<double>(met_requests)) << " in the probes that met the goal, "
     << readable(static_cast<double>(c.simulated_requests - met_requests)) << " in those that missed it"
     << (t.replicas > 1 ? "; one replica's share each run" : "") << ") and executed "
     << readable(static_cast<double>(c.executed_steps + t.executed_steps)) << " steps (the rest memoised, fitted or fast-forwarded)\n";
+  long verdict_n = c.probe_requests;  // the reported rate's verdict: its last probe's length
+  for (const auto& p : c.probe_log)
+    if (p.met && p.rate == c.rate) verdict_n = p.requests;
   if (c.feasible)
     o << "               at that rate (" << (ei.arrivals == Arrival::Trace ? "the trace's arrival shape" : "Poisson")
-      << ", second half of " << readable(static_cast<double>(c.probe_requests)) << " requests): TTFT p99 "
+      << ", second half of " << readable(static_cast<double>(verdict_n)) << " requests): TTFT p99 "
       << f("%.1f ms", c.at_rate.ttft_ms.p99) << ", TPOT p99 " << f("%.2f ms", c.at_rate.tpot_ms.p99) << "\n";
   json probe_log = json::array();
   for (const auto& p : c.probe_log)
     probe_log.push_back({{"rate_req_s", p.rate}, {"met", p.met}, {"stopped", p.stopped}, {"finished", p.finished},
                          {"goal_used", std::isfinite(p.load) ? json(p.load) : json(nullptr)},
-                         {"simulated_requests", p.simulated}, {"executed_steps", p.executed}});
+                         {"simulated_requests", p.simulated}, {"executed_steps", p.executed}, {"requests", p.requests},
+                         {"extended", p.extended}});
   auto sat = json{{"feasible", t.feasible}, {"converged", t.converged}, {"output_tok_s", t.output_tok_s},
                   {"total_tok_s", t.total_tok_s}, {"request_s", t.request_s}, {"requests", t.requests},
                   {"runs", t.runs}, {"simulated_requests", t.simulated_requests}, {"executed_steps", t.executed_steps},
