@@ -67,12 +67,12 @@ std::vector<Setting> settings_of(const Plan& p, const ModelSpec& m, LaunchEngine
   // max_batch_tokens that are the engine's (the presets') give each rank its share; a plan's that
   // are each rank's (limits=rank) are written as they are. SGLang divides the engine's itself.
   const int ranks = std::max(1, d.attn_dp);
-  auto per_rank = [&](int engine_value, const char* key) {
-    if (s.rank_limits) return engine_value;
-    if (ranks > 1 && engine_value % ranks != 0)
-      lose(std::string(key) + "=" + launch_num(engine_value) + " is not a multiple of attn_dp=" + launch_num(ranks) +
+  auto per_rank = [&](int value, const char* key) {  // the plan's limit as one rank's
+    if (s.rank_limits) return value;
+    if (ranks > 1 && value % ranks != 0)
+      lose(std::string(key) + "=" + launch_num(value) + " is not a multiple of attn_dp=" + launch_num(ranks) +
            ": each rank gets it rounded up");
-    return (engine_value + ranks - 1) / ranks;
+    return (value + ranks - 1) / ranks;
   };
   if (ranks > 1 && e != LaunchEngine::Sglang && !s.rank_limits)
     lose("max_seqs / max_batch_tokens: written per attention-DP rank (the plan's ÷ " + launch_num(ranks) +

@@ -229,6 +229,13 @@ void SloCapacity::measure_flatness() {
   flat_from = below->rate;
 }
 
+long SloCapacity::verdict_requests() const {
+  long n = probe_requests;
+  for (const auto& p : probe_log)
+    if (p.met && p.rate == rate) n = p.requests;
+  return n;
+}
+
 int SloCapacity::stopped_probes() const {
   return static_cast<int>(std::count_if(probe_log.begin(), probe_log.end(), [](const Probe& p) { return p.stopped; }));
 }

@@ -170,6 +170,9 @@ struct SloCapacity {
   // Rate runs (the saturated runs are in saturated.runs), and those stopped as soon as they missed.
   int probes() const { return static_cast<int>(probe_log.size()); }
   int stopped_probes() const;
+  // The length of the probe whose verdict the reported rate is (the last that met the goal at it;
+  // longer than the trace's when a passing probe there was extended for its turnovers).
+  long verdict_requests() const;
   int runs() const { return probes() + saturated.runs; }
   std::string describe() const;
 };

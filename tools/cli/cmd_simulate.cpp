@@ -340,12 +340,9 @@ json report_capacity(const SimulateOptions& opt, Tier tier, const LoadedInputs& 
     << readable(static_cast<double>(c.simulated_requests - met_requests)) << " in those that missed it"
     << (t.replicas > 1 ? "; one replica's share each run" : "") << ") and executed "
     << readable(static_cast<double>(c.executed_steps + t.executed_steps)) << " steps (the rest memoised, fitted or fast-forwarded)\n";
-  long verdict_n = c.probe_requests;  // the reported rate's verdict: its last probe's length
-  for (const auto& p : c.probe_log)
-    if (p.met && p.rate == c.rate) verdict_n = p.requests;
   if (c.feasible)
     o << "               at that rate (" << (ei.arrivals == Arrival::Trace ? "the trace's arrival shape" : "Poisson")
-      << ", second half of " << readable(static_cast<double>(verdict_n)) << " requests): TTFT p99 "
+      << ", second half of " << readable(static_cast<double>(c.verdict_requests())) << " requests): TTFT p99 "
       << f("%.1f ms", c.at_rate.ttft_ms.p99) << ", TPOT p99 " << f("%.2f ms", c.at_rate.tpot_ms.p99) << "\n";
   json probe_log = json::array();
   for (const auto& p : c.probe_log)

@@ -272,9 +272,7 @@ TEST_CASE("capacity under an SLO: a probe longer than the trace meets the goal o
   const SloCapacity c = capacity_under_slo(d.serve, d.population, so, goal, o);
   REQUIRE(c.feasible);
   REQUIRE(c.probe_requests > static_cast<long>(d.population.requests.size()));
-  long length = 0;  // the reported rate's verdict: its last probe's length
-  for (const auto& p : c.probe_log)
-    if (p.rate == c.rate && p.met) length = p.requests;
+  const long length = c.verdict_requests();  // the reported rate's verdict: its last probe's length
   REQUIRE(length > static_cast<long>(d.population.requests.size()));
   const RequestTrace sample = capacity_sample(d.population, length, o.seed, true);
   auto replay = [&](double rate, Metrics& whole, Metrics& late, Metrics& first) {

@@ -293,7 +293,7 @@ TEST_CASE("search objectives: the drain within a TPOT bound and the highest rate
   REQUIRE(c.min_failing > 0);
   CHECK(c.min_failing <= c.rate * 1.04 * 1.0001);
   const RequestTrace sample =
-      capacity_sample(s.trace, c.probe_requests, 7, true);
+      capacity_sample(s.trace, c.verdict_requests(), 7, true);
   // Meets: all the run's requests, and those that arrived in its second half, meet the goal.
   auto meets = [&](double r) {
     ServingOptions o;
